@@ -1,0 +1,30 @@
+{
+  "variables": {
+    "rxv_have_ibverbs%": "<!(sh ./scripts/probe-ibverbs.sh)",
+    "rxv_sanitize%": "<!(echo ${RXV_SANITIZE:-0})"
+  },
+  "targets": [
+    {
+      "target_name": "rx_verbs",
+      "sources": [
+        "<!@(ls -1 src/native/*.cc src/native/util/*.cc src/native/provider/*.cc src/native/provider/soft/*.cc src/native/provider/ibverbs/*.cc 2>/dev/null)"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "src/native"
+      ],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"],
+      "libraries": ["-ldl", "-lpthread"],
+      "conditions": [
+        ["rxv_have_ibverbs==1", { "defines": ["RXV_HAVE_IBVERBS=1"] }],
+        ["rxv_sanitize==1", {
+          "cflags_cc": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"],
+          "ldflags": ["-fsanitize=address,undefined"]
+        }]
+      ]
+    }
+  ]
+}

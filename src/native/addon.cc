@@ -1,0 +1,136 @@
+#include "addon.h"
+
+#include "channel.h"
+#include "context.h"
+#include "cq.h"
+#include "mr.h"
+#include "pd.h"
+#include "provider/provider.h"
+#include "qp.h"
+#include "util/errors.h"
+#include "util/js_values.h"
+
+namespace rxv {
+
+Addon::Addon(Napi::Env env, Napi::Object exports) {
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
+    throw Napi::Error::New(env, "rx-verbs: no event loop for this environment");
+  }
+  context_ctor = Napi::Persistent(ContextWrap::Init(env));
+  pd_ctor = Napi::Persistent(PdWrap::Init(env));
+  mr_ctor = Napi::Persistent(MrWrap::Init(env));
+  channel_ctor = Napi::Persistent(ChannelWrap::Init(env));
+  cq_ctor = Napi::Persistent(CqWrap::Init(env));
+  qp_ctor = Napi::Persistent(QpWrap::Init(env));
+  DefineAddon(exports,
+              {
+                  InstanceMethod<&Addon::ListDevices>("listDevices"),
+                  InstanceMethod<&Addon::OpenDevice>("openDevice"),
+                  InstanceMethod<&Addon::CreateSoftDevice>("createSoftDevice"),
+                  InstanceMethod<&Addon::HasIbverbs>("hasIbverbs"),
+                  InstanceMethod<&Addon::LiveObjects>("liveObjects"),
+                  InstanceValue("Context", context_ctor.Value()),
+                  InstanceValue("Pd", pd_ctor.Value()),
+                  InstanceValue("Mr", mr_ctor.Value()),
+                  InstanceValue("CompletionChannel", channel_ctor.Value()),
+                  InstanceValue("Cq", cq_ctor.Value()),
+                  InstanceValue("Qp", qp_ctor.Value()),
+              });
+  // Registered after Node-API's own hook, so it runs before it: every live
+  // handle and verbs object is released while the environment still works
+  // (worker.terminate() with a live watcher must not abort the process).
+  napi_add_env_cleanup_hook(env, &Addon::Cleanup, this);
+}
+
+Addon::~Addon() {
+  if (!tearing_down) {
+    tearing_down = true;
+    reaper.CloseAll();
+  }
+}
+
+void Addon::Cleanup(void* arg) {
+  auto* self = static_cast<Addon*>(arg);
+  self->tearing_down = true;
+  self->reaper.CloseAll();
+}
+
+static Napi::Object DeviceInfoObject(Napi::Env env, const DeviceInfo& d) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("name", d.name);
+  o.Set("provider", d.provider);
+  o.Set("transport", d.transport);
+  o.Set("nodeGuid", GuidString(env, d.node_guid));
+  return o;
+}
+
+Napi::Value Addon::ListDevices(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t k = 0;
+  Guard(env, [&] {
+    for (const DeviceInfo& d : ibverbs_provider().list_devices())
+      out.Set(k++, DeviceInfoObject(env, d));
+    for (const DeviceInfo& d : soft_provider().list_devices())
+      out.Set(k++, DeviceInfoObject(env, d));
+  });
+  return out;
+}
+
+// openDevice(name): soft devices by their name, anything else through rdma-core.
+Napi::Value Addon::OpenDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string name = ArgString(info, 0, "device name");
+  if (name.empty()) throw Napi::RangeError::New(env, "device name must not be empty");
+  std::unique_ptr<Context> ctx = Guard(env, [&] {
+    for (const DeviceInfo& d : soft_provider().list_devices()) {
+      if (d.name == name) return soft_provider().open(name);
+    }
+    return ibverbs_provider().open(name);
+  });
+  return ContextWrap::New(env, std::move(ctx));
+}
+
+// createSoftDevice({ name, ports, maxCqe, maxQpWr, maxSge, maxInline })
+Napi::Value Addon::CreateSoftDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) throw Napi::TypeError::New(env, "options must be an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  SoftDeviceOptions opts;
+  Napi::Value name = o.Get("name");
+  if (!name.IsString()) throw Napi::TypeError::New(env, "options.name must be a string");
+  opts.name = name.As<Napi::String>().Utf8Value();
+  if (opts.name.empty() || opts.name.size() > 63) {
+    throw Napi::RangeError::New(env, "options.name must be 1 to 63 characters");
+  }
+  auto field = [&](const char* key, uint32_t dflt, uint32_t min, uint32_t max) {
+    Napi::Value v = o.Get(key);
+    std::string what = std::string("options.") + key;
+    return v.IsUndefined() ? dflt : ValueU32(env, v, what.c_str(), min, max);
+  };
+  opts.ports = field("ports", opts.ports, 1, 8);
+  opts.max_cqe = field("maxCqe", opts.max_cqe, 1, 1u << 22);
+  opts.max_qp_wr = field("maxQpWr", opts.max_qp_wr, 1, 1u << 20);
+  opts.max_sge = field("maxSge", opts.max_sge, 1, 64);
+  opts.max_inline = field("maxInline", opts.max_inline, 0, 4096);
+  Guard(env, [&] { create_soft_device(opts); });
+  return env.Undefined();
+}
+
+Napi::Value Addon::HasIbverbs(const Napi::CallbackInfo& info) {
+#ifdef RXV_HAVE_IBVERBS
+  return Napi::Boolean::New(info.Env(), true);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
+// How many native objects are alive in this environment (leak tests).
+Napi::Value Addon::LiveObjects(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(reaper.size()));
+}
+
+}  // namespace rxv
+
+using RxVerbsAddon = rxv::Addon;
+NODE_API_ADDON(RxVerbsAddon)

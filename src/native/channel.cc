@@ -1,0 +1,277 @@
+#include "channel.h"
+
+#include <cstdio>
+
+#include "cq.h"
+
+namespace rxv {
+
+Napi::Function ChannelWrap::Init(Napi::Env env) {
+  return DefineClass(
+      env, kClassName,
+      {
+          InstanceAccessor<&ChannelWrap::Fd>("fd"),
+          InstanceAccessor<&ChannelWrap::Closed>("closed"),
+          InstanceAccessor<&ChannelWrap::Watching>("watching"),
+          InstanceAccessor<&ChannelWrap::HasRef>("hasRef"),
+          InstanceAccessor<&ChannelWrap::Budget, &ChannelWrap::SetBudget>("budget"),
+          InstanceAccessor<&ChannelWrap::Wakeups>("wakeups"),
+          InstanceMethod<&ChannelWrap::TryGetEvent>("tryGetEvent"),
+          InstanceMethod<&ChannelWrap::OnWakeup>("onWakeup"),
+          InstanceMethod<&ChannelWrap::Watch>("watch"),
+          InstanceMethod<&ChannelWrap::RefJs>("ref"),
+          InstanceMethod<&ChannelWrap::UnrefJs>("unref"),
+          InstanceMethod<&ChannelWrap::CloseJs>("close"),
+      });
+}
+
+Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
+                              Napi::Object context) {
+  Channel* raw = ch.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->channel_ctor.New({Napi::External<Channel>::New(env, raw)});
+  } catch (...) {
+    try { raw->destroy(); } catch (...) {}
+    delete raw;
+    throw;
+  }
+  Unwrap(o)->context_ = Napi::Persistent(context);
+  return o;
+}
+
+ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<ChannelWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(
+        info.Env(),
+        "CompletionChannel cannot be constructed directly: use context.createCompChannel()");
+  }
+  ch_.reset(info[0].As<Napi::External<Channel>>().Data());
+  ch_->user = this;
+}
+
+void ChannelWrap::Close(bool force) {
+  if (closed()) return;
+  if (!force && !cqs_.empty()) {
+    throw VerbsError(EBUSY, "ibv_destroy_comp_channel",
+                     std::to_string(cqs_.size()) +
+                         " CQ(s) still use this channel: close them first");
+  }
+  bool was_watching = poll_.Active();
+  poll_.Stop();
+  try {
+    ch_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) {
+      if (was_watching) poll_.Start();
+      throw;
+    }
+  }
+  BeginClose();
+  poll_.Close();
+  watching_ = false;
+  if (!addon_->tearing_down) {
+    callback_.Reset();
+    context_.Reset();
+  }
+  async_ctx_.reset();
+  ch_.reset();
+}
+
+Napi::Value ChannelWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value ChannelWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+Napi::Value ChannelWrap::Fd(const Napi::CallbackInfo& info) {
+  if (closed()) return Napi::Number::New(info.Env(), -1);
+  return Napi::Number::New(info.Env(), ch_->fd());
+}
+
+Napi::Value ChannelWrap::Budget(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), budget_);
+}
+
+void ChannelWrap::SetBudget(const Napi::CallbackInfo& info, const Napi::Value& v) {
+  budget_ = ValueU32(info.Env(), v, "budget", 1, 1u << 24);
+}
+
+Napi::Value ChannelWrap::Wakeups(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("total", static_cast<double>(wakeups_));
+  o.Set("spurious", static_cast<double>(spurious_));
+  return o;
+}
+
+CqWrap* ChannelWrap::ReadOne(bool* got_any) {
+  for (;;) {
+    Cq* cq = nullptr;
+    if (!ch_->get_event(&cq)) return nullptr;
+    *got_any = true;
+    auto* w = cq ? static_cast<CqWrap*>(cq->user) : nullptr;
+    if (!w) continue;  // its CQ is being released at teardown
+    w->CountEvent();
+    if (!w->fast_path()) return w;
+    w->AckBatched();
+    if (!w->queued_for_service) {
+      w->queued_for_service = true;
+      fast_.push_back(w);
+    }
+    return w;
+  }
+}
+
+Napi::Value ChannelWrap::ServiceFast(Napi::Env env) {
+  if (fast_.empty()) return env.Null();
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t k = 0;
+  // Copy: servicing may run no JS, but keep the member reusable regardless.
+  std::vector<CqWrap*> todo;
+  todo.swap(fast_);
+  for (CqWrap* w : todo) {
+    w->queued_for_service = false;
+    if (w->closed()) continue;
+    Napi::Value r = w->Service(env);
+    if (r.IsUndefined()) continue;
+    out.Set(k++, w->Value());
+    out.Set(k++, r);
+  }
+  todo.clear();
+  fast_.swap(todo);  // keep the capacity
+  return k ? Napi::Value(out) : env.Null();
+}
+
+// tryGetEvent(): the non-blocking ibv_get_cq_event. Returns the CQ of the
+// next explicit event, or null. Fast-path events met on the way are consumed
+// as the watcher would (ack, re-arm, poll) and delivered to the wakeup
+// callback synchronously, so no event is lost to either side.
+Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Checked(env, "ibv_get_cq_event");
+  CqWrap* found = nullptr;
+  Guard(env, [&] {
+    for (uint32_t i = 0; i < budget_; i++) {
+      bool got = false;
+      CqWrap* w = ReadOne(&got);
+      if (!got) break;
+      if (w && !w->fast_path()) {
+        found = w;
+        break;
+      }
+    }
+  });
+  Napi::Value fast = ServiceFast(env);
+  if (!fast.IsNull() && !callback_.IsEmpty()) {
+    callback_.Call(Value(), {env.Null(), fast});
+  }
+  return found ? Napi::Value(found->Value()) : env.Null();
+}
+
+// onWakeup(callback(events: Cq[] | null, fast: [Cq, ArrayBuffer|Error, ...] | null))
+Napi::Value ChannelWrap::OnWakeup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Checked(env, "onWakeup");
+  if (info[0].IsNull() || info[0].IsUndefined()) {
+    callback_.Reset();
+  } else {
+    callback_ = Napi::Persistent(ArgFunction(info, 0, "callback"));
+    if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:channel");
+  }
+  return env.Undefined();
+}
+
+void ChannelWrap::ApplyRef() { poll_.Ref(watching_ && want_ref_); }
+
+// watch(on): start/stop reading the fd. The handle keeps the process alive
+// only while watching (something subscribed or armed) and not unref()'d.
+Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Channel* ch = Checked(env, "watch");
+  bool on = ArgBool(info, 0, "on", true);
+  if (on) {
+    if (callback_.IsEmpty()) {
+      throw ErrnoError(env, EINVAL, "watch", "set onWakeup() before watching");
+    }
+    if (!poll_.Valid()) {
+      int rc = poll_.Init(addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
+      if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
+    }
+    int rc = poll_.Start();
+    if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_start");
+    watching_ = true;
+  } else {
+    poll_.Stop();
+    watching_ = false;
+  }
+  ApplyRef();
+  return env.Undefined();
+}
+
+Napi::Value ChannelWrap::Watching(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), watching_);
+}
+
+Napi::Value ChannelWrap::RefJs(const Napi::CallbackInfo& info) {
+  want_ref_ = true;
+  ApplyRef();
+  return Value();
+}
+
+Napi::Value ChannelWrap::UnrefJs(const Napi::CallbackInfo& info) {
+  want_ref_ = false;
+  ApplyRef();
+  return Value();
+}
+
+Napi::Value ChannelWrap::HasRef(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), want_ref_);
+}
+
+void ChannelWrap::OnReadable() {
+  if (closed() || addon_->tearing_down || callback_.IsEmpty()) return;
+  Napi::Env env = callback_.Env();
+  Napi::HandleScope scope(env);
+  wakeups_++;
+  bool any = false;
+  explicit_.clear();
+  try {
+    // Readiness can be spurious and events can be empty: reading nothing is
+    // fine. The budget bounds one wakeup; the fd stays readable for the next.
+    for (uint32_t i = 0; i < budget_; i++) {
+      bool got = false;
+      CqWrap* w = ReadOne(&got);
+      if (!got) break;
+      any = true;
+      if (w && !w->fast_path()) explicit_.push_back(w);
+    }
+  } catch (const VerbsError& e) {
+    fprintf(stderr, "rx-verbs: reading the completion channel failed: %s\n", e.what());
+    poll_.Stop();
+    watching_ = false;
+  }
+  if (!any) {
+    spurious_++;
+    return;
+  }
+  Napi::Value events = env.Null();
+  if (!explicit_.empty()) {
+    Napi::Array arr = Napi::Array::New(env, explicit_.size());
+    for (uint32_t i = 0; i < explicit_.size(); i++) arr.Set(i, explicit_[i]->Value());
+    events = arr;
+  }
+  Napi::Value fast = ServiceFast(env);
+  if (events.IsNull() && fast.IsNull()) return;
+  try {
+    callback_.MakeCallback(Value(), {events, fast}, *async_ctx_);
+  } catch (const Napi::Error& e) {
+    napi_fatal_exception(env, e.Value());
+  }
+}
+
+}  // namespace rxv

@@ -1,0 +1,83 @@
+// CompletionChannel and its watcher: one uv_poll on the channel fd, on the
+// environment's own loop. Each wakeup reads events until EAGAIN (or the
+// per-wakeup budget), services fast-path CQs natively, and makes one call
+// into JS under a callback scope.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "provider/provider.h"
+#include "util/uv_poll_handle.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class CqWrap;
+
+class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "CompletionChannel";
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::unique_ptr<Channel> ch,
+                          Napi::Object context);
+
+  explicit ChannelWrap(const Napi::CallbackInfo& info);
+  ~ChannelWrap() override { Close(true); }
+  ChannelWrap(const ChannelWrap&) = delete;
+  ChannelWrap& operator=(const ChannelWrap&) = delete;
+
+  Channel* channel() const { return ch_.get(); }
+  Channel* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return ch_.get();
+  }
+  Napi::Value context_object() const { return context_.Value(); }
+  void AddCq(CqWrap* cq) { cqs_.insert(cq); }
+  void RemoveCq(CqWrap* cq) { cqs_.erase(cq); }
+  void Close(bool force) override;
+
+ private:
+  const char* kind() const override { return "completion channel"; }
+  Napi::Value Fd(const Napi::CallbackInfo& info);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value TryGetEvent(const Napi::CallbackInfo& info);
+  Napi::Value OnWakeup(const Napi::CallbackInfo& info);
+  Napi::Value Watch(const Napi::CallbackInfo& info);
+  Napi::Value Watching(const Napi::CallbackInfo& info);
+  Napi::Value RefJs(const Napi::CallbackInfo& info);
+  Napi::Value UnrefJs(const Napi::CallbackInfo& info);
+  Napi::Value HasRef(const Napi::CallbackInfo& info);
+  Napi::Value Budget(const Napi::CallbackInfo& info);
+  void SetBudget(const Napi::CallbackInfo& info, const Napi::Value& v);
+  Napi::Value Wakeups(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  void OnReadable();
+  // Reads one event; fast-path events are counted and queued for service.
+  // Returns the CQ of an explicit event, or nullptr when none is left.
+  CqWrap* ReadOne(bool* got_any);
+  // Services queued fast-path CQs into [cq, ArrayBuffer|Error, ...].
+  Napi::Value ServiceFast(Napi::Env env);
+  void ApplyRef();
+
+  std::unique_ptr<Channel> ch_;
+  Napi::ObjectReference context_;
+  std::set<CqWrap*> cqs_;
+  UvPoll poll_;
+  Napi::FunctionReference callback_;
+  std::unique_ptr<Napi::AsyncContext> async_ctx_;
+  bool watching_ = false;
+  bool want_ref_ = true;
+  uint32_t budget_ = 1024;
+  uint64_t wakeups_ = 0;
+  uint64_t spurious_ = 0;
+  std::vector<CqWrap*> explicit_;  // reused across wakeups
+  std::vector<CqWrap*> fast_;
+};
+
+}  // namespace rxv

@@ -1,0 +1,321 @@
+#include "context.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "channel.h"
+#include "cq.h"
+#include "pd.h"
+#include "qp.h"
+#include "util/js_values.h"
+
+namespace rxv {
+
+Napi::Function ContextWrap::Init(Napi::Env env) {
+  return DefineClass(
+      env, kClassName,
+      {
+          InstanceAccessor<&ContextWrap::DeviceName>("deviceName"),
+          InstanceAccessor<&ContextWrap::ProviderName>("provider"),
+          InstanceAccessor<&ContextWrap::Closed>("closed"),
+          InstanceMethod<&ContextWrap::QueryDevice>("queryDevice"),
+          InstanceMethod<&ContextWrap::QueryPort>("queryPort"),
+          InstanceMethod<&ContextWrap::QueryGid>("queryGid"),
+          InstanceMethod<&ContextWrap::AllocPd>("allocPd"),
+          InstanceMethod<&ContextWrap::CreateCompChannel>("createCompChannel"),
+          InstanceMethod<&ContextWrap::CreateCq>("createCq"),
+          InstanceMethod<&ContextWrap::WatchAsync>("watchAsync"),
+          InstanceMethod<&ContextWrap::ReadAsyncEvents>("readAsyncEvents"),
+          InstanceMethod<&ContextWrap::Inject>("inject"),
+          InstanceMethod<&ContextWrap::CloseJs>("close"),
+      });
+}
+
+Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
+  Context* raw = ctx.release();
+  try {
+    return Addon::Get(env)->context_ctor.New(
+        {Napi::External<Context>::New(env, raw)});
+  } catch (...) {
+    delete raw;
+    throw;
+  }
+}
+
+ContextWrap::ContextWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<ContextWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(),
+                               "Context cannot be constructed directly: use openDevice()");
+  }
+  ctx_.reset(info[0].As<Napi::External<Context>>().Data());
+  ctx_->user = this;
+}
+
+void ContextWrap::Close(bool force) {
+  if (closed()) return;
+  // The fd dies with the context: stop watching it first, and watch again
+  // if the context refuses to go (EBUSY while children remain).
+  bool was_watching = async_poll_.Active();
+  async_poll_.Stop();
+  try {
+    ctx_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) {
+      if (was_watching) async_poll_.Start();
+      throw;
+    }
+  }
+  BeginClose();
+  async_poll_.Close();
+  if (!addon_->tearing_down) async_cb_.Reset();
+  async_ctx_.reset();
+  ctx_.reset();
+}
+
+Napi::Value ContextWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value ContextWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+Napi::Value ContextWrap::DeviceName(const Napi::CallbackInfo& info) {
+  Context* c = Checked(info.Env(), "deviceName");
+  return Napi::String::New(info.Env(), c->info().name);
+}
+
+Napi::Value ContextWrap::ProviderName(const Napi::CallbackInfo& info) {
+  Context* c = Checked(info.Env(), "provider");
+  return Napi::String::New(info.Env(), c->info().provider);
+}
+
+Napi::Value ContextWrap::QueryDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_query_device");
+  DeviceAttr a = Guard(env, [&] { return c->query_device(); });
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("fwVer", a.fw_ver);
+  o.Set("nodeGuid", GuidString(env, a.node_guid));
+  o.Set("sysImageGuid", GuidString(env, a.sys_image_guid));
+  o.Set("maxMrSize", Napi::BigInt::New(env, a.max_mr_size));
+  o.Set("vendorId", a.vendor_id);
+  o.Set("vendorPartId", a.vendor_part_id);
+  o.Set("hwVer", a.hw_ver);
+  o.Set("maxQp", a.max_qp);
+  o.Set("maxQpWr", a.max_qp_wr);
+  o.Set("maxSge", a.max_sge);
+  o.Set("maxCq", a.max_cq);
+  o.Set("maxCqe", a.max_cqe);
+  o.Set("maxMr", a.max_mr);
+  o.Set("maxPd", a.max_pd);
+  o.Set("physPortCnt", a.phys_port_cnt);
+  return o;
+}
+
+Napi::Value ContextWrap::QueryPort(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_query_port");
+  uint32_t port = ArgU32(info, 0, "port", 1, 255);
+  PortAttr a = Guard(env, [&] { return c->query_port(static_cast<uint8_t>(port)); });
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("state", a.state);
+  o.Set("maxMtu", a.max_mtu);
+  o.Set("activeMtu", a.active_mtu);
+  o.Set("gidTblLen", a.gid_tbl_len);
+  o.Set("lid", a.lid);
+  o.Set("smLid", a.sm_lid);
+  o.Set("lmc", a.lmc);
+  o.Set("linkLayer", a.link_layer);
+  o.Set("activeWidth", a.active_width);
+  o.Set("activeSpeed", a.active_speed);
+  o.Set("physState", a.phys_state);
+  return o;
+}
+
+Napi::Value ContextWrap::QueryGid(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_query_gid");
+  uint32_t port = ArgU32(info, 0, "port", 1, 255);
+  uint32_t index = ArgU32(info, 1, "gid index", 0, 65535);
+  Gid g = Guard(env, [&] {
+    return c->query_gid(static_cast<uint8_t>(port), static_cast<int>(index));
+  });
+  return GidString(env, g.raw);
+}
+
+Napi::Value ContextWrap::AllocPd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_alloc_pd");
+  auto pd = Guard(env, [&] { return c->alloc_pd(); });
+  return PdWrap::New(env, std::move(pd), Value());
+}
+
+Napi::Value ContextWrap::CreateCompChannel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_create_comp_channel");
+  auto ch = Guard(env, [&] { return c->create_channel(); });
+  return ChannelWrap::New(env, std::move(ch), Value());
+}
+
+// createCq(cqe, channel | null, compVector)
+Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_create_cq");
+  uint32_t cqe = ArgU32(info, 0, "cqe", 1, 1u << 30);
+  ChannelWrap* chw = nullptr;
+  if (!info[1].IsNull() && !info[1].IsUndefined()) {
+    chw = UnwrapArg<ChannelWrap>(env, info[1], addon_->channel_ctor, "channel");
+    if (chw->closed()) throw ErrnoError(env, EBADF, "ibv_create_cq", "the channel is closed");
+    if (chw->context_object() != Value()) {
+      throw ErrnoError(env, EINVAL, "ibv_create_cq",
+                       "the channel belongs to another context");
+    }
+  }
+  uint32_t vec = info[2].IsUndefined() ? 0 : ArgU32(info, 2, "compVector", 0, 1024);
+  auto cq = Guard(env, [&] {
+    return c->create_cq(static_cast<int>(cqe), chw ? chw->channel() : nullptr,
+                        static_cast<int>(vec));
+  });
+  return CqWrap::New(env, std::move(cq), Value(), chw);
+}
+
+Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t n = 0;
+  AsyncEvent ev;
+  // Bounded so a storm of async events cannot starve the loop.
+  while (n < 1024 && ctx_ && ctx_->get_async_event(&ev)) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", ev.type);
+    if (ev.cq && ev.cq->user) {
+      auto* cqw = static_cast<CqWrap*>(ev.cq->user);
+      o.Set("cq", cqw->Value());
+      if (ev.type == async_event::CQ_ERR) cqw->MarkBroken();
+    }
+    if (ev.qp && ev.qp->user) o.Set("qp", static_cast<QpWrap*>(ev.qp->user)->Value());
+    if (ev.port) o.Set("port", ev.port);
+    ctx_->ack_async_event(ev);
+    out.Set(n++, o);
+  }
+  return out;
+}
+
+// readAsyncEvents(): reads and acks pending async events, non-blocking.
+Napi::Value ContextWrap::ReadAsyncEvents(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Checked(env, "ibv_get_async_event");
+  return Guard(env, [&] { return DrainAsync(env); });
+}
+
+// watchAsync(callback | null): watches the async fd (never keeps the process
+// alive: async events alone are no reason to stay up).
+Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "ibv_get_async_event");
+  if (info[0].IsNull() || info[0].IsUndefined()) {
+    async_poll_.Close();
+    async_cb_.Reset();
+    return env.Undefined();
+  }
+  async_cb_ = Napi::Persistent(ArgFunction(info, 0, "callback"));
+  if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
+  if (!async_poll_.Valid()) {
+    int rc = async_poll_.Init(addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
+    if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
+    async_poll_.Start();
+    async_poll_.Ref(false);
+  }
+  return env.Undefined();
+}
+
+void ContextWrap::OnAsyncReadable() {
+  if (closed() || addon_->tearing_down || async_cb_.IsEmpty()) return;
+  Napi::Env env = async_cb_.Env();
+  Napi::HandleScope scope(env);
+  Napi::Array events;
+  try {
+    events = DrainAsync(env);
+  } catch (const VerbsError& e) {
+    fprintf(stderr, "rx-verbs: reading async events failed: %s\n", e.what());
+    async_poll_.Stop();
+    return;
+  }
+  if (events.Length() == 0) return;  // spurious readiness
+  try {
+    async_cb_.MakeCallback(Value(), {events}, *async_ctx_);
+  } catch (const Napi::Error& e) {
+    // An exception thrown by the JS handler: report like any uncaught one.
+    napi_fatal_exception(env, e.Value());
+  }
+}
+
+static Wc ParseWc(Napi::Env env, Napi::Value v) {
+  if (!v.IsObject()) throw Napi::TypeError::New(env, "work completion must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  Wc wc;
+  wc.wr_id = ValueU64(env, o.Get("wrId"), "wc.wrId", 0);
+  auto num = [&](const char* key, uint32_t dflt, uint32_t max) {
+    Napi::Value x = o.Get(key);
+    return x.IsUndefined() ? dflt : ValueU32(env, x, key, 0, max);
+  };
+  wc.status = num("status", 0, 255);
+  wc.opcode = num("opcode", 0, 255);
+  wc.byte_len = num("byteLen", 0, UINT32_MAX);
+  wc.qp_num = num("qpNum", 0, 0xffffff);
+  wc.vendor_err = num("vendorErr", 0, UINT32_MAX);
+  Napi::Value imm = o.Get("imm");
+  if (!imm.IsUndefined()) {
+    wc.imm = ValueU32(env, imm, "imm");
+    wc.wc_flags |= wc_flag::WITH_IMM;
+  }
+  return wc;
+}
+
+// inject(kind, ...): the soft device's fault injection hooks.
+Napi::Value ContextWrap::Inject(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Context* c = Checked(env, "inject");
+  std::string kind = ArgString(info, 0, "fault kind");
+  Faults* f = c->faults();
+  if (!f) {
+    throw ErrnoError(env, EOPNOTSUPP, "inject",
+                     "fault injection is only available on soft devices");
+  }
+  auto cq_arg = [&]() {
+    CqWrap* w = UnwrapArg<CqWrap>(env, info[1], addon_->cq_ctor, "cq");
+    return w->Checked(env, "inject");
+  };
+  Guard(env, [&] {
+    if (kind == "overrun") {
+      f->overrun(cq_arg());
+    } else if (kind == "errorCompletion") {
+      Cq* cq = cq_arg();
+      f->error_completion(cq, ParseWc(env, info[2]));
+    } else if (kind == "emptyEvent") {
+      f->empty_event(cq_arg());
+    } else if (kind == "completionBeforeArm") {
+      Cq* cq = cq_arg();
+      f->completion_before_arm(cq, ParseWc(env, info[2]));
+    } else if (kind == "spuriousWakeup") {
+      ChannelWrap* w = UnwrapArg<ChannelWrap>(env, info[1], addon_->channel_ctor, "channel");
+      f->spurious_wakeup(w->Checked(env, "inject"));
+    } else if (kind == "delayUs") {
+      f->delay_us(ArgU32(info, 1, "delay (us)", 0, 10000000));
+    } else if (kind == "duplicateEvents") {
+      f->duplicate_events(ArgBool(info, 1, "on", true));
+    } else if (kind == "deviceFatal") {
+      f->device_fatal();
+    } else if (kind == "portEvent") {
+      f->port_event(ArgU32(info, 1, "event type", 0, 18));
+    } else {
+      throw Napi::RangeError::New(env, "unknown fault kind '" + kind + "'");
+    }
+  });
+  return env.Undefined();
+}
+
+}  // namespace rxv

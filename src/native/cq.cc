@@ -1,0 +1,234 @@
+#include "cq.h"
+
+#include <cstring>
+
+#include "channel.h"
+
+namespace rxv {
+
+Napi::ArrayBuffer WcsToArrayBuffer(Napi::Env env, const Wc* wcs, size_t n) {
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n * kWcBytes);
+  auto* base = static_cast<uint8_t*>(ab.Data());
+  auto* ids = reinterpret_cast<uint64_t*>(base);
+  auto* cols = reinterpret_cast<uint32_t*>(base + n * 8);
+  for (size_t i = 0; i < n; i++) {
+    const Wc& w = wcs[i];
+    ids[i] = w.wr_id;
+    cols[i] = w.status;
+    cols[n + i] = w.opcode;
+    cols[2 * n + i] = w.byte_len;
+    cols[3 * n + i] = w.imm;
+    cols[4 * n + i] = w.qp_num;
+    cols[5 * n + i] = w.src_qp;
+    cols[6 * n + i] = w.wc_flags;
+    cols[7 * n + i] = w.vendor_err;
+  }
+  return ab;
+}
+
+Napi::Function CqWrap::Init(Napi::Env env) {
+  return DefineClass(env, kClassName,
+                     {
+                         InstanceAccessor<&CqWrap::Cqe>("cqe"),
+                         InstanceAccessor<&CqWrap::Unacked>("unacked"),
+                         InstanceAccessor<&CqWrap::Stats>("stats"),
+                         InstanceAccessor<&CqWrap::Closed>("closed"),
+                         InstanceMethod<&CqWrap::RequestNotify>("requestNotify"),
+                         InstanceMethod<&CqWrap::Poll>("poll"),
+                         InstanceMethod<&CqWrap::Ack>("ack"),
+                         InstanceMethod<&CqWrap::SetFastPath>("setFastPath"),
+                         InstanceMethod<&CqWrap::CloseJs>("close"),
+                     });
+}
+
+Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
+                         Napi::Object context, ChannelWrap* chw) {
+  Cq* raw = cq.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->cq_ctor.New({Napi::External<Cq>::New(env, raw)});
+  } catch (...) {
+    try { raw->destroy(); } catch (...) {}
+    delete raw;
+    throw;
+  }
+  CqWrap* w = Unwrap(o);
+  w->context_ = Napi::Persistent(context);
+  if (chw) {
+    w->channel_ = Napi::Persistent(chw->Value());
+    w->chw_ = chw;
+    chw->AddCq(w);
+  }
+  return o;
+}
+
+CqWrap::CqWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<CqWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(),
+                               "Cq cannot be constructed directly: use context.createCq()");
+  }
+  cq_.reset(info[0].As<Napi::External<Cq>>().Data());
+  cq_->user = this;
+}
+
+void CqWrap::AckNow(uint32_t n) {
+  if (n == 0) return;
+  cq_->ack_events(n);
+  acked_ += n;
+  ack_calls_++;
+}
+
+void CqWrap::AckBatched() {
+  uint64_t owed = delivered_ - acked_;
+  if (owed >= ack_every_) AckNow(static_cast<uint32_t>(owed));
+}
+
+void CqWrap::Close(bool force) {
+  if (closed()) return;
+  // Acks are always flushed before destroy: on the fast path they are ours;
+  // at teardown every delivered event is acked so destroy cannot refuse.
+  try {
+    if (fast_path() || force) AckNow(static_cast<uint32_t>(delivered_ - acked_));
+    cq_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) throw;
+  }
+  BeginClose();
+  if (chw_) chw_->RemoveCq(this);
+  cq_->user = nullptr;
+  cq_.reset();
+  if (!addon_->tearing_down) {
+    channel_.Reset();
+    context_.Reset();
+  }
+}
+
+Napi::Value CqWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value CqWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+Napi::Value CqWrap::Cqe(const Napi::CallbackInfo& info) {
+  Cq* cq = Checked(info.Env(), "cqe");
+  return Napi::Number::New(info.Env(), cq->cqe());
+}
+
+Napi::Value CqWrap::Unacked(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(delivered_ - acked_));
+}
+
+Napi::Value CqWrap::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("events", static_cast<double>(delivered_));
+  o.Set("acked", static_cast<double>(acked_));
+  o.Set("ackCalls", static_cast<double>(ack_calls_));
+  o.Set("arms", static_cast<double>(arms_));
+  o.Set("polls", static_cast<double>(polls_));
+  o.Set("completions", static_cast<double>(wcs_));
+  return o;
+}
+
+// requestNotify(solicitedOnly)
+Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Cq* cq = Checked(env, "ibv_req_notify_cq");
+  bool solicited = ArgBool(info, 0, "solicitedOnly", false);
+  if (!chw_) {
+    throw ErrnoError(env, EINVAL, "ibv_req_notify_cq",
+                     "the CQ was created without a completion channel");
+  }
+  Guard(env, [&] { cq->req_notify(solicited); });
+  arms_++;
+  return env.Undefined();
+}
+
+// poll(max): an ArrayBuffer of up to `max` completions (see WcsToArrayBuffer).
+Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Cq* cq = Checked(env, "ibv_poll_cq");
+  uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 1u << 20);
+  if (scratch_.size() < max) scratch_.resize(max);
+  int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
+  polls_++;
+  wcs_ += static_cast<uint64_t>(n);
+  return WcsToArrayBuffer(env, scratch_.data(), static_cast<size_t>(n));
+}
+
+// ack(n): acknowledges n events read from the channel for this CQ.
+Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Checked(env, "ibv_ack_cq_events");
+  uint32_t n = ArgU32(info, 0, "n", 0, UINT32_MAX);
+  uint64_t owed = delivered_ - acked_;
+  if (n > owed) {
+    throw Napi::RangeError::New(
+        env, "cannot ack " + std::to_string(n) + " events: only " +
+                 std::to_string(owed) + " were delivered and not yet acked");
+  }
+  Guard(env, [&] { AckNow(n); });
+  return env.Undefined();
+}
+
+size_t CqWrap::PollToEmpty() {
+  constexpr size_t kChunk = 256;
+  size_t n = 0;
+  for (;;) {
+    if (scratch_.size() < n + kChunk) scratch_.resize(n + kChunk);
+    int got = cq_->poll(static_cast<int>(kChunk), scratch_.data() + n);
+    polls_++;
+    n += static_cast<size_t>(got);
+    if (static_cast<size_t>(got) < kChunk) break;
+  }
+  wcs_ += n;
+  return n;
+}
+
+Napi::Value CqWrap::Service(Napi::Env env) {
+  if (closed() || mode_ != Mode::kActive) return env.Undefined();
+  try {
+    // Arm first, then poll: a completion that landed before the arm is found
+    // by the poll; one after it raises a new event.
+    cq_->req_notify(false);
+    arms_++;
+    size_t n = PollToEmpty();
+    if (n == 0) return env.Undefined();
+    return WcsToArrayBuffer(env, scratch_.data(), n);
+  } catch (const VerbsError& e) {
+    broken_ = true;
+    mode_ = Mode::kPaused;
+    return FromVerbsError(env, e).Value();
+  }
+}
+
+// setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
+// active arms and polls at once, returning what was already queued.
+Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Checked(env, "setFastPath");
+  uint32_t mode = ArgU32(info, 0, "mode", 0, 2);
+  if (!info[1].IsUndefined()) ack_every_ = ArgU32(info, 1, "ackEvery", 1, 1u << 20);
+  if (mode != 0 && !chw_) {
+    throw ErrnoError(env, EINVAL, "setFastPath",
+                     "the CQ was created without a completion channel");
+  }
+  Mode next = mode == 0 ? Mode::kExplicit : mode == 1 ? Mode::kActive : Mode::kPaused;
+  if (next == Mode::kExplicit && mode_ != Mode::kExplicit) {
+    // Leaving the fast path: the events we counted are ours to ack.
+    Guard(env, [&] { AckNow(static_cast<uint32_t>(delivered_ - acked_)); });
+  }
+  bool activate = next == Mode::kActive && mode_ != Mode::kActive;
+  mode_ = next;
+  if (!activate) return env.Undefined();
+  Napi::Value out = Service(env);
+  if (out.IsObject() && !out.IsArrayBuffer()) throw Napi::Error(env, out);
+  return out;
+}
+
+}  // namespace rxv

@@ -1,0 +1,89 @@
+// Cq: a completion queue. Either consumed explicitly (JS acks, arms and polls)
+// or on the fast path, where the channel watcher does ack -> re-arm -> poll
+// to empty natively and hands JS ready batches.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "provider/provider.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class ChannelWrap;
+
+// Work completions cross into JS as one ArrayBuffer in structure-of-arrays
+// form: wr_id u64[n], then status, opcode, byte_len, imm, qp_num, src_qp,
+// wc_flags, vendor_err as u32[n] each (40 bytes per completion).
+constexpr size_t kWcBytes = 40;
+Napi::ArrayBuffer WcsToArrayBuffer(Napi::Env env, const Wc* wcs, size_t n);
+
+class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "Cq";
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::unique_ptr<Cq> cq,
+                          Napi::Object context, ChannelWrap* chw);
+
+  explicit CqWrap(const Napi::CallbackInfo& info);
+  ~CqWrap() override { Close(true); }
+  CqWrap(const CqWrap&) = delete;
+  CqWrap& operator=(const CqWrap&) = delete;
+
+  Cq* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return cq_.get();
+  }
+  Napi::Value context_object() const { return context_.Value(); }
+  void Close(bool force) override;
+  void MarkBroken() { broken_ = true; }
+
+  // --- used by the channel watcher ---
+  // An event for this CQ was read from the channel.
+  void CountEvent() { delivered_++; }
+  bool fast_path() const { return mode_ != Mode::kExplicit; }
+  // Acks the events counted so far once `ack_every_` have gathered.
+  void AckBatched();
+  // Fast path, once per wakeup: re-arm, then poll until empty. Returns an
+  // ArrayBuffer, an Error (CQ in error), or undefined (nothing new / paused).
+  Napi::Value Service(Napi::Env env);
+  bool queued_for_service = false;
+
+ private:
+  enum class Mode { kExplicit, kActive, kPaused };
+  const char* kind() const override { return "completion queue"; }
+  Napi::Value Cqe(const Napi::CallbackInfo& info);
+  Napi::Value RequestNotify(const Napi::CallbackInfo& info);
+  Napi::Value Poll(const Napi::CallbackInfo& info);
+  Napi::Value Ack(const Napi::CallbackInfo& info);
+  Napi::Value Unacked(const Napi::CallbackInfo& info);
+  Napi::Value SetFastPath(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  void AckNow(uint32_t n);
+  // Polls until empty into scratch_; returns how many. Throws VerbsError.
+  size_t PollToEmpty();
+
+  std::unique_ptr<Cq> cq_;
+  Napi::ObjectReference context_;
+  Napi::ObjectReference channel_;
+  ChannelWrap* chw_ = nullptr;
+  Mode mode_ = Mode::kExplicit;
+  bool broken_ = false;
+  uint32_t ack_every_ = 64;
+  uint64_t delivered_ = 0;  // events read from the channel for this CQ
+  uint64_t acked_ = 0;
+  uint64_t arms_ = 0;
+  uint64_t polls_ = 0;
+  uint64_t wcs_ = 0;
+  uint64_t ack_calls_ = 0;
+  std::vector<Wc> scratch_;
+};
+
+}  // namespace rxv

@@ -1,0 +1,97 @@
+#include "mr.h"
+
+#include "pd.h"
+
+namespace rxv {
+
+Napi::Function MrWrap::Init(Napi::Env env) {
+  return DefineClass(env, kClassName,
+                     {
+                         InstanceAccessor<&MrWrap::Lkey>("lkey"),
+                         InstanceAccessor<&MrWrap::Rkey>("rkey"),
+                         InstanceAccessor<&MrWrap::Addr>("addr"),
+                         InstanceAccessor<&MrWrap::Length>("length"),
+                         InstanceAccessor<&MrWrap::Access>("access"),
+                         InstanceAccessor<&MrWrap::Closed>("closed"),
+                         InstanceMethod<&MrWrap::CloseJs>("close"),
+                     });
+}
+
+Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
+                         PdWrap* pdw, Napi::Object buffer) {
+  Mr* raw = mr.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->mr_ctor.New({Napi::External<Mr>::New(env, raw)});
+  } catch (...) {
+    try { raw->destroy(); } catch (...) {}
+    delete raw;
+    throw;
+  }
+  MrWrap* w = Unwrap(o);
+  w->pd_ = Napi::Persistent(pd);
+  w->buffer_ = Napi::Persistent(buffer);
+  w->pdw_ = pdw;
+  w->lkey_ = raw->lkey();
+  pdw->AddMr(w->lkey_, w);
+  return o;
+}
+
+MrWrap::MrWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<MrWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(),
+                               "Mr cannot be constructed directly: use pd.registerMemory()");
+  }
+  mr_.reset(info[0].As<Napi::External<Mr>>().Data());
+  mr_->user = this;
+}
+
+void MrWrap::Close(bool force) {
+  if (closed()) return;
+  try {
+    mr_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) throw;
+  }
+  BeginClose();
+  if (pdw_ && !pdw_->closed()) pdw_->RemoveMr(lkey_);
+  mr_.reset();
+  if (!addon_->tearing_down) {
+    buffer_.Reset();
+    pd_.Reset();
+  }
+}
+
+Napi::Value MrWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value MrWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+// Keys and geometry stay readable after close (they describe what was).
+Napi::Value MrWrap::Lkey(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), lkey_);
+}
+Napi::Value MrWrap::Rkey(const Napi::CallbackInfo& info) {
+  ThrowIfClosed(info.Env(), "rkey");
+  return Napi::Number::New(info.Env(), mr_->rkey());
+}
+Napi::Value MrWrap::Addr(const Napi::CallbackInfo& info) {
+  ThrowIfClosed(info.Env(), "addr");
+  return Napi::BigInt::New(info.Env(), mr_->addr());
+}
+Napi::Value MrWrap::Length(const Napi::CallbackInfo& info) {
+  ThrowIfClosed(info.Env(), "length");
+  return Napi::Number::New(info.Env(), static_cast<double>(mr_->length()));
+}
+Napi::Value MrWrap::Access(const Napi::CallbackInfo& info) {
+  ThrowIfClosed(info.Env(), "access");
+  return Napi::Number::New(info.Env(), mr_->access());
+}
+
+}  // namespace rxv

@@ -1,0 +1,143 @@
+#include "pd.h"
+
+#include "cq.h"
+#include "mr.h"
+#include "qp.h"
+
+namespace rxv {
+
+Napi::Function PdWrap::Init(Napi::Env env) {
+  return DefineClass(env, kClassName,
+                     {
+                         InstanceMethod<&PdWrap::RegisterMemory>("registerMemory"),
+                         InstanceMethod<&PdWrap::CreateQp>("createQp"),
+                         InstanceAccessor<&PdWrap::Closed>("closed"),
+                         InstanceMethod<&PdWrap::CloseJs>("close"),
+                     });
+}
+
+Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
+                         Napi::Object context) {
+  Pd* raw = pd.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->pd_ctor.New({Napi::External<Pd>::New(env, raw)});
+  } catch (...) {
+    try { raw->destroy(); } catch (...) {}
+    delete raw;
+    throw;
+  }
+  Unwrap(o)->context_ = Napi::Persistent(context);
+  return o;
+}
+
+PdWrap::PdWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<PdWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(),
+                               "Pd cannot be constructed directly: use context.allocPd()");
+  }
+  pd_.reset(info[0].As<Napi::External<Pd>>().Data());
+  pd_->user = this;
+}
+
+void PdWrap::Close(bool force) {
+  if (closed()) return;
+  try {
+    pd_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) throw;
+  }
+  BeginClose();
+  mrs_.clear();
+  pd_.reset();
+  if (!addon_->tearing_down) context_.Reset();
+}
+
+Napi::Value PdWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value PdWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+bool PdWrap::CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const {
+  auto it = mrs_.find(lkey);
+  if (it == mrs_.end() || it->second->closed()) return false;
+  Mr* mr = it->second->mr();
+  uint64_t start = mr->addr();
+  return addr >= start && len <= mr->length() && addr - start <= mr->length() - len;
+}
+
+// registerMemory(buffer, access): Buffer, TypedArray, DataView or ArrayBuffer.
+Napi::Value PdWrap::RegisterMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Pd* pd = Checked(env, "ibv_reg_mr");
+  Napi::Value b = info[0];
+  void* data = nullptr;
+  size_t length = 0;
+  if (b.IsTypedArray()) {
+    auto ta = b.As<Napi::TypedArray>();
+    data = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+    length = ta.ByteLength();
+  } else if (b.IsDataView()) {
+    auto dv = b.As<Napi::DataView>();
+    data = static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
+    length = dv.ByteLength();
+  } else if (b.IsArrayBuffer()) {
+    auto ab = b.As<Napi::ArrayBuffer>();
+    data = ab.Data();
+    length = ab.ByteLength();
+  } else {
+    throw Napi::TypeError::New(
+        env, "buffer must be a Buffer, TypedArray, DataView or ArrayBuffer");
+  }
+  if (length == 0) {
+    throw Napi::RangeError::New(env, "cannot register an empty buffer");
+  }
+  uint32_t access = ArgU32(info, 1, "access flags", 0, 0xffff);
+  auto mr = Guard(env, [&] { return pd->reg_mr(data, length, access); });
+  return MrWrap::New(env, std::move(mr), Value(), this, b.As<Napi::Object>());
+}
+
+static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,
+                         uint32_t dflt) {
+  Napi::Value v = cap.Get(key);
+  if (v.IsUndefined()) return dflt;
+  std::string what = std::string("cap.") + key;
+  return ValueU32(env, v, what.c_str(), 0, 1u << 24);
+}
+
+// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP.
+Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Pd* pd = Checked(env, "ibv_create_qp");
+  CqWrap* scq = UnwrapArg<CqWrap>(env, info[0], addon_->cq_ctor, "sendCq");
+  CqWrap* rcq = UnwrapArg<CqWrap>(env, info[1], addon_->cq_ctor, "recvCq");
+  Pd::QpInit init;
+  init.send_cq = scq->Checked(env, "ibv_create_qp");
+  init.recv_cq = rcq->Checked(env, "ibv_create_qp");
+  if (scq->context_object() != context_.Value() ||
+      rcq->context_object() != context_.Value()) {
+    throw ErrnoError(env, EINVAL, "ibv_create_qp",
+                     "the CQs belong to another context than the PD");
+  }
+  if (!info[2].IsUndefined() && !info[2].IsObject()) {
+    throw Napi::TypeError::New(env, "cap must be an object");
+  }
+  Napi::Object cap = info[2].IsObject() ? info[2].As<Napi::Object>() : Napi::Object::New(env);
+  init.cap.max_send_wr = CapField(env, cap, "maxSendWr", 64);
+  init.cap.max_recv_wr = CapField(env, cap, "maxRecvWr", 64);
+  init.cap.max_send_sge = CapField(env, cap, "maxSendSge", 1);
+  init.cap.max_recv_sge = CapField(env, cap, "maxRecvSge", 1);
+  init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
+  init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
+  auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
+  return QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
+                     info[1].As<Napi::Object>());
+}
+
+}  // namespace rxv

@@ -1,0 +1,54 @@
+// Pd: a protection domain. Registers memory and creates QPs; keeps the MRs
+// it registered indexed by lkey so inline sends can be bounds-checked here,
+// before any provider copies from a user-supplied address.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "provider/provider.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class MrWrap;
+
+class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "Pd";
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::unique_ptr<Pd> pd,
+                          Napi::Object context);
+
+  explicit PdWrap(const Napi::CallbackInfo& info);
+  ~PdWrap() override { Close(true); }
+  PdWrap(const PdWrap&) = delete;
+  PdWrap& operator=(const PdWrap&) = delete;
+
+  Pd* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return pd_.get();
+  }
+  void Close(bool force) override;
+
+  void AddMr(uint32_t lkey, MrWrap* mr) { mrs_[lkey] = mr; }
+  void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
+  // True when [addr, addr+len) lies inside a live MR of this PD with `lkey`.
+  bool CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const;
+
+ private:
+  const char* kind() const override { return "protection domain"; }
+  Napi::Value RegisterMemory(const Napi::CallbackInfo& info);
+  Napi::Value CreateQp(const Napi::CallbackInfo& info);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<Pd> pd_;
+  Napi::ObjectReference context_;
+  std::map<uint32_t, MrWrap*> mrs_;
+};
+
+}  // namespace rxv

@@ -1,0 +1,624 @@
+// Channel, CQ, MR, PD and QP of the ibverbs provider.
+#include "ibverbs_objects.h"
+
+#ifdef RXV_HAVE_IBVERBS
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace rxv {
+namespace ibv {
+
+// ---- helpers ---------------------------------------------------------------
+
+void fail(int err, const char* verb, const std::string& detail) {
+  throw VerbsError(err != 0 ? err : EIO, verb, detail);
+}
+
+void fail_closed(const char* verb) {
+  throw VerbsError(ENODEV, verb,
+                   "the device context was closed (object released)");
+}
+
+bool is_qp_event(ibv_event_type type) {
+  switch (type) {
+    case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR: case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int set_nonblock(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return errno;
+  if ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    return errno;
+  return 0;
+}
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+const char* state_name(uint32_t s) {
+  static const char* const names[] = {"RESET", "INIT", "RTR", "RTS",
+                                      "SQD",   "SQE",  "ERR"};
+  return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+template <typename T>
+T* find_as(const std::set<T*>& set, const void* p) {
+  for (T* x : set)
+    if (static_cast<const void*>(x) == p) return x;
+  return nullptr;
+}
+
+}  // namespace
+
+void ContextState::forget_parent_locked(const void* p) noexcept {
+  for (IbvQp* q : qps) {
+    if (q->pd_ == p) q->pd_ = nullptr;
+    if (q->send_cq_ == p) q->send_cq_ = nullptr;
+    if (q->recv_cq_ == p) q->recv_cq_ = nullptr;
+  }
+  for (IbvMr* m : mrs)
+    if (m->pd_ == p) m->pd_ = nullptr;
+  for (IbvCq* c : cqs)
+    if (c->channel_ == p) c->channel_ = nullptr;
+}
+
+void ContextState::teardown_locked() noexcept {
+  if (ctx == nullptr) return;
+  for (IbvQp* q : qps) q->release_locked();
+  for (IbvCq* c : cqs) c->release_locked();
+  for (IbvMr* m : mrs) m->release_locked();
+  for (IbvPd* p : pds) p->release_locked();
+  for (IbvChannel* ch : channels) ch->release_locked();
+  ack_pending_locked([](const ibv_async_event&) { return true; });
+  api->close_device(ctx);  // also frees whatever a failed release left
+  ctx = nullptr;
+}
+
+// ---- Channel ---------------------------------------------------------------
+
+IbvChannel::IbvChannel(StatePtr st, ibv_comp_channel* ch)
+    : st_(std::move(st)), ch_(ch) {}
+
+IbvChannel::~IbvChannel() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->channels.erase(this);
+  st_->forget_parent_locked(this);
+}
+
+void IbvChannel::release_locked() noexcept {
+  if (ch_ == nullptr) return;
+  // Fails (EBUSY) while CQs use it; then the fd is reclaimed at close.
+  st_->api->destroy_comp_channel(ch_);
+  ch_ = nullptr;
+}
+
+int IbvChannel::fd() const { return ch_ != nullptr ? ch_->fd : -1; }
+
+bool IbvChannel::get_event(Cq** cq) {
+  if (ch_ == nullptr) fail_closed("ibv_get_cq_event");
+  for (;;) {
+    ibv_cq* raw = nullptr;
+    void* cq_ctx = nullptr;
+    errno = 0;
+    if (st_->api->get_cq_event(ch_, &raw, &cq_ctx) == 0) {
+      // cq_context is the IbvCq itself (set by create_cq).
+      auto* c = static_cast<IbvCq*>(cq_ctx);
+      ++c->events_unacked;
+      *cq = c;
+      return true;
+    }
+    int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) return false;
+    fail(err, "ibv_get_cq_event",
+         "reading completion channel fd " + std::to_string(ch_->fd));
+  }
+}
+
+void IbvChannel::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (ch_ == nullptr) return;
+  if (cq_count != 0)
+    fail(EBUSY, "ibv_destroy_comp_channel",
+         std::to_string(cq_count) + " CQs still use this channel");
+  int ret = st_->api->destroy_comp_channel(ch_);
+  if (ret != 0) fail(ret, "ibv_destroy_comp_channel", "");
+  ch_ = nullptr;
+  st_->channels.erase(this);
+}
+
+// ---- CQ --------------------------------------------------------------------
+
+IbvCq::IbvCq(StatePtr st, IbvChannel* channel)
+    : channel_(channel), st_(std::move(st)) {}
+
+IbvCq::~IbvCq() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->cqs.erase(this);
+  st_->forget_parent_locked(this);
+}
+
+void IbvCq::release_locked() noexcept {
+  if (cq_ == nullptr) return;
+  // Unacked events would make ibv_destroy_cq wait forever: ack them first.
+  if (events_unacked != 0) {
+    st_->api->ack_cq_events(cq_, static_cast<unsigned>(events_unacked));
+    events_unacked = 0;
+  }
+  ibv_cq* raw = cq_;
+  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
+    return ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == raw;
+  });
+  async_unacked = 0;
+  if (st_->api->destroy_cq(cq_) == 0 && channel_ != nullptr)
+    --channel_->cq_count;
+  cq_ = nullptr;
+}
+
+int IbvCq::cqe() const { return cq_ != nullptr ? cq_->cqe : 0; }
+
+void IbvCq::req_notify(bool solicited_only) {
+  if (cq_ == nullptr) fail_closed("ibv_req_notify_cq");
+  int ret = ibv_req_notify_cq(cq_, solicited_only ? 1 : 0);  // inline (ops)
+  if (ret != 0)
+    fail(ret > 0 ? ret : EIO, "ibv_req_notify_cq",
+         solicited_only ? "arming for solicited completions" : "arming");
+}
+
+int IbvCq::poll(int max, Wc* out) {
+  if (cq_ == nullptr) fail_closed("ibv_poll_cq");
+  constexpr int kChunk = 32;
+  ibv_wc wc[kChunk];
+  int total = 0;
+  while (total < max) {
+    int want = max - total < kChunk ? max - total : kChunk;
+    int n = ibv_poll_cq(cq_, want, wc);  // inline (ops)
+    if (n < 0) {
+      if (total > 0) return total;  // report what we got; next poll throws
+      fail(EIO, "ibv_poll_cq",
+           "the CQ is in error (overrun?), provider returned " +
+               std::to_string(n));
+    }
+    for (int i = 0; i < n; ++i) {
+      const ibv_wc& s = wc[i];
+      Wc& d = out[total + i];
+      d = Wc{};
+      d.wr_id = s.wr_id;
+      d.status = s.status;
+      d.vendor_err = s.vendor_err;
+      d.qp_num = s.qp_num;
+      // Only wr_id, status, qp_num and vendor_err are defined on an error
+      // completion; leave the rest 0 rather than pass garbage on.
+      if (s.status == IBV_WC_SUCCESS) {
+        d.opcode = s.opcode;
+        d.byte_len = s.byte_len;
+        d.src_qp = s.src_qp;
+        d.wc_flags = s.wc_flags;
+        // imm_data is network byte order (__be32) in libibverbs; Wc::imm is
+        // the host-order value (post_send converts back with htonl), so an
+        // immediate posted as X is received as X on both providers.
+        if (s.wc_flags & IBV_WC_WITH_IMM) d.imm = ntohl(s.imm_data);
+      }
+    }
+    total += n;
+    if (n < want) break;
+  }
+  return total;
+}
+
+void IbvCq::ack_events(uint32_t n) {
+  if (n == 0) return;
+  if (cq_ == nullptr) fail_closed("ibv_ack_cq_events");
+  // Over-acking would corrupt libibverbs' counters and make ibv_destroy_cq
+  // wait forever.
+  if (n > events_unacked)
+    fail(EINVAL, "ibv_ack_cq_events",
+         "acking " + std::to_string(n) + " events but only " +
+             std::to_string(events_unacked) + " were received");
+  st_->api->ack_cq_events(cq_, n);
+  events_unacked -= n;
+}
+
+void IbvCq::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (cq_ == nullptr) return;
+  if (qp_count != 0)
+    fail(EBUSY, "ibv_destroy_cq",
+         std::to_string(qp_count) + " QP queues still use this CQ");
+  // libibverbs would block forever inside ibv_destroy_cq here.
+  if (events_unacked != 0)
+    fail(EBUSY, "ibv_destroy_cq",
+         std::to_string(events_unacked) +
+             " completion events not acknowledged");
+  if (async_unacked != 0)
+    fail(EBUSY, "ibv_destroy_cq",
+         std::to_string(async_unacked) +
+             " async events (CQ_ERR) not acknowledged");
+  int ret = st_->api->destroy_cq(cq_);
+  if (ret != 0) fail(ret, "ibv_destroy_cq", "");
+  if (channel_ != nullptr) --channel_->cq_count;
+  cq_ = nullptr;
+  st_->cqs.erase(this);
+}
+
+// ---- MR --------------------------------------------------------------------
+
+IbvMr::IbvMr(StatePtr st, IbvPd* pd, ibv_mr* mr, uint32_t access)
+    : pd_(pd),
+      st_(std::move(st)),
+      mr_(mr),
+      lkey_(mr->lkey),
+      rkey_(mr->rkey),
+      access_(access),
+      addr_(reinterpret_cast<uintptr_t>(mr->addr)),
+      length_(mr->length) {}
+
+IbvMr::~IbvMr() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->mrs.erase(this);
+}
+
+void IbvMr::release_locked() noexcept {
+  if (mr_ == nullptr) return;
+  if (st_->api->dereg_mr(mr_) == 0 && pd_ != nullptr) --pd_->mr_count;
+  mr_ = nullptr;
+}
+
+void IbvMr::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (mr_ == nullptr) return;
+  int ret = st_->api->dereg_mr(mr_);
+  if (ret != 0) fail(ret, "ibv_dereg_mr", "lkey " + hex(lkey_));
+  if (pd_ != nullptr) --pd_->mr_count;
+  mr_ = nullptr;
+  st_->mrs.erase(this);
+}
+
+// ---- PD --------------------------------------------------------------------
+
+IbvPd::IbvPd(StatePtr st, ibv_pd* pd) : st_(std::move(st)), pd_(pd) {}
+
+IbvPd::~IbvPd() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->pds.erase(this);
+  st_->forget_parent_locked(this);
+}
+
+void IbvPd::release_locked() noexcept {
+  if (pd_ == nullptr) return;
+  st_->api->dealloc_pd(pd_);  // EBUSY with live children: reclaimed at close
+  pd_ = nullptr;
+}
+
+std::unique_ptr<Mr> IbvPd::reg_mr(void* addr, size_t length,
+                                  uint32_t access) {
+  if (pd_ == nullptr) fail_closed("ibv_reg_mr");
+  constexpr uint32_t kKnown = access_flag::LOCAL_WRITE |
+                              access_flag::REMOTE_WRITE |
+                              access_flag::REMOTE_READ |
+                              access_flag::REMOTE_ATOMIC;
+  if (access & ~kKnown)
+    fail(EINVAL, "ibv_reg_mr", "unknown access flags " + hex(access & ~kKnown));
+  errno = 0;
+  // The exported ibv_reg_mr (not the verbs.h macro): plain access flags only.
+  ibv_mr* mr = st_->api->reg_mr(pd_, addr, length, static_cast<int>(access));
+  if (mr == nullptr)
+    fail(errno, "ibv_reg_mr",
+         "registering " + std::to_string(length) + " bytes at " +
+             hex(reinterpret_cast<uintptr_t>(addr)) + " with access " +
+             hex(access));
+  std::lock_guard<std::mutex> lock(st_->mu);
+  auto out = std::make_unique<IbvMr>(st_, this, mr, access);
+  st_->mrs.insert(out.get());
+  ++mr_count;
+  return out;
+}
+
+std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
+  if (pd_ == nullptr) fail_closed("ibv_create_qp");
+  std::lock_guard<std::mutex> lock(st_->mu);
+  IbvCq* scq = find_as(st_->cqs, static_cast<const void*>(init.send_cq));
+  IbvCq* rcq = find_as(st_->cqs, static_cast<const void*>(init.recv_cq));
+  if (scq == nullptr || rcq == nullptr || scq->raw() == nullptr ||
+      rcq->raw() == nullptr)
+    fail(EINVAL, "ibv_create_qp",
+         "send_cq and recv_cq must be live CQs of the same device context");
+  auto qp = std::make_unique<IbvQp>(st_, this, scq, rcq);
+  ibv_qp_init_attr ia;
+  std::memset(&ia, 0, sizeof ia);
+  ia.qp_context = qp.get();  // async events map back through qp_context
+  ia.send_cq = scq->raw();
+  ia.recv_cq = rcq->raw();
+  ia.srq = nullptr;
+  ia.cap.max_send_wr = init.cap.max_send_wr;
+  ia.cap.max_recv_wr = init.cap.max_recv_wr;
+  ia.cap.max_send_sge = init.cap.max_send_sge;
+  ia.cap.max_recv_sge = init.cap.max_recv_sge;
+  ia.cap.max_inline_data = init.cap.max_inline_data;
+  ia.qp_type = IBV_QPT_RC;
+  ia.sq_sig_all = init.sq_sig_all ? 1 : 0;
+  errno = 0;
+  ibv_qp* raw = st_->api->create_qp(pd_, &ia);
+  if (raw == nullptr)
+    fail(errno, "ibv_create_qp",
+         "RC QP with max_send_wr " + std::to_string(init.cap.max_send_wr) +
+             ", max_recv_wr " + std::to_string(init.cap.max_recv_wr) +
+             ", max_send_sge " + std::to_string(init.cap.max_send_sge) +
+             ", max_recv_sge " + std::to_string(init.cap.max_recv_sge) +
+             ", max_inline_data " +
+             std::to_string(init.cap.max_inline_data));
+  // ibv_create_qp wrote the actual capacities back into ia.cap.
+  qp->attach(raw, ia.cap);
+  st_->qps.insert(qp.get());
+  ++qp_count;
+  ++scq->qp_count;
+  ++rcq->qp_count;
+  return qp;
+}
+
+void IbvPd::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (pd_ == nullptr) return;
+  if (mr_count != 0 || qp_count != 0)
+    fail(EBUSY, "ibv_dealloc_pd",
+         std::to_string(mr_count) + " MRs and " + std::to_string(qp_count) +
+             " QPs still use this PD");
+  int ret = st_->api->dealloc_pd(pd_);
+  if (ret != 0) fail(ret, "ibv_dealloc_pd", "");
+  pd_ = nullptr;
+  st_->pds.erase(this);
+}
+
+// ---- QP --------------------------------------------------------------------
+
+IbvQp::IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq)
+    : pd_(pd), send_cq_(send_cq), recv_cq_(recv_cq), st_(std::move(st)) {}
+
+IbvQp::~IbvQp() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->qps.erase(this);
+}
+
+void IbvQp::attach(ibv_qp* qp, const ibv_qp_cap& cap) {
+  qp_ = qp;
+  qp_num_ = qp->qp_num;
+  cap_.max_send_wr = cap.max_send_wr;
+  cap_.max_recv_wr = cap.max_recv_wr;
+  cap_.max_send_sge = cap.max_send_sge;
+  cap_.max_recv_sge = cap.max_recv_sge;
+  cap_.max_inline_data = cap.max_inline_data;
+}
+
+namespace {
+void drop_qp_refs(IbvQp* q) {
+  if (q->pd_ != nullptr) --q->pd_->qp_count;
+  if (q->send_cq_ != nullptr) --q->send_cq_->qp_count;
+  if (q->recv_cq_ != nullptr) --q->recv_cq_->qp_count;
+}
+}  // namespace
+
+void IbvQp::release_locked() noexcept {
+  if (qp_ == nullptr) return;
+  ibv_qp* raw = qp_;
+  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
+    return is_qp_event(ev.event_type) && ev.element.qp == raw;
+  });
+  async_unacked = 0;
+  if (st_->api->destroy_qp(qp_) == 0) drop_qp_refs(this);
+  qp_ = nullptr;
+}
+
+uint32_t IbvQp::state() const {
+  if (qp_ == nullptr) return qp_state::ERR;
+  ibv_qp_attr attr;
+  ibv_qp_init_attr init;
+  std::memset(&attr, 0, sizeof attr);
+  // The kernel's view (catches transitions to ERR it made on its own);
+  // libibverbs' cached qp->state as a fallback.
+  if (st_->api->query_qp(qp_, &attr, IBV_QP_STATE, &init) == 0)
+    return attr.qp_state;
+  return qp_->state;
+}
+
+void IbvQp::modify(const QpAttr& a, uint32_t mask) {
+  if (qp_ == nullptr) fail_closed("ibv_modify_qp");
+  using namespace qp_attr_mask;
+  constexpr uint32_t kSupported =
+      STATE | ACCESS_FLAGS | PKEY_INDEX | PORT | AV | PATH_MTU | TIMEOUT |
+      RETRY_CNT | RNR_RETRY | RQ_PSN | MAX_QP_RD_ATOMIC | MIN_RNR_TIMER |
+      SQ_PSN | MAX_DEST_RD_ATOMIC | DEST_QPN;
+  if (mask & ~kSupported)
+    fail(EINVAL, "ibv_modify_qp",
+         "unsupported attribute mask bits " + hex(mask & ~kSupported) +
+             " (QpAttr has no fields for them)");
+  ibv_qp_attr q;
+  std::memset(&q, 0, sizeof q);
+  if (mask & STATE) q.qp_state = static_cast<ibv_qp_state>(a.state);
+  if (mask & ACCESS_FLAGS) q.qp_access_flags = a.access_flags;
+  if (mask & PKEY_INDEX) q.pkey_index = a.pkey_index;
+  if (mask & PORT) q.port_num = a.port_num;
+  if (mask & PATH_MTU) q.path_mtu = static_cast<ibv_mtu>(a.path_mtu);
+  if (mask & DEST_QPN) q.dest_qp_num = a.dest_qp_num;
+  if (mask & RQ_PSN) q.rq_psn = a.rq_psn;
+  if (mask & SQ_PSN) q.sq_psn = a.sq_psn;
+  if (mask & MAX_QP_RD_ATOMIC) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & MAX_DEST_RD_ATOMIC) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & MIN_RNR_TIMER) q.min_rnr_timer = a.min_rnr_timer;
+  if (mask & TIMEOUT) q.timeout = a.timeout;
+  if (mask & RETRY_CNT) q.retry_cnt = a.retry_cnt;
+  if (mask & RNR_RETRY) q.rnr_retry = a.rnr_retry;
+  if (mask & AV) {
+    ibv_ah_attr& ah = q.ah_attr;
+    ah.dlid = a.ah.dlid;
+    ah.sl = a.ah.sl;
+    ah.src_path_bits = 0;
+    ah.static_rate = 0;
+    ah.port_num = a.ah.port_num;
+    ah.is_global = a.ah.is_global ? 1 : 0;
+    if (a.ah.is_global) {
+      std::memcpy(ah.grh.dgid.raw, a.ah.dgid, sizeof a.ah.dgid);
+      ah.grh.sgid_index = a.ah.sgid_index;
+      ah.grh.hop_limit = a.ah.hop_limit;
+      ah.grh.traffic_class = a.ah.traffic_class;
+      ah.grh.flow_label = a.ah.flow_label;
+    }
+  }
+  // Mask bits are rdma-core's IBV_QP_* values: passed straight through.
+  int ret = st_->api->modify_qp(qp_, &q, static_cast<int>(mask));
+  if (ret != 0) {
+    std::string detail = "QP " + std::to_string(qp_num_) + " from " +
+                         state_name(qp_->state);
+    if (mask & STATE) detail += std::string(" to ") + state_name(a.state);
+    detail += ", mask " + hex(mask);
+    fail(ret > 0 ? ret : (errno != 0 ? errno : EIO), "ibv_modify_qp", detail);
+  }
+}
+
+void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
+  if (bad != nullptr) *bad = 0;
+  if (n == 0) return;
+  if (qp_ == nullptr) fail_closed("ibv_post_send");
+  constexpr uint32_t kFlags = send_flag::FENCE | send_flag::SIGNALED |
+                              send_flag::SOLICITED | send_flag::INLINE;
+  // WRs before the first malformed one are posted (as a chain), then the
+  // malformed one is reported at its index.
+  size_t lim = 0;
+  size_t total_sge = 0;
+  for (; lim < n; ++lim) {
+    const SendWr& w = wrs[lim];
+    if (w.opcode > wr_opcode::RDMA_READ || (w.send_flags & ~kFlags) ||
+        w.sg.size() > 0x7fffffffu)
+      break;
+    total_sge += w.sg.size();
+  }
+  if (lim > 0) {
+    if (send_wrs_.size() < lim) send_wrs_.resize(lim);
+    if (sges_.size() < total_sge) sges_.resize(total_sge);
+    ibv_sge* sge = sges_.data();
+    for (size_t i = 0; i < lim; ++i) {
+      const SendWr& w = wrs[i];
+      ibv_send_wr& d = send_wrs_[i];
+      std::memset(&d, 0, sizeof d);
+      d.wr_id = w.wr_id;  // full 64 bits
+      d.next = i + 1 < lim ? &send_wrs_[i + 1] : nullptr;
+      d.num_sge = static_cast<int>(w.sg.size());
+      d.sg_list = w.sg.empty() ? nullptr : sge;
+      for (const Sge& s : w.sg) {
+        sge->addr = s.addr;
+        sge->length = s.length;
+        sge->lkey = s.lkey;
+        ++sge;
+      }
+      d.opcode = static_cast<ibv_wr_opcode>(w.opcode);
+      d.send_flags = w.send_flags;
+      if (w.opcode == wr_opcode::SEND_WITH_IMM ||
+          w.opcode == wr_opcode::RDMA_WRITE_WITH_IMM)
+        d.imm_data = htonl(w.imm);  // host order in SendWr, __be32 on the wire
+      if (w.opcode == wr_opcode::RDMA_WRITE ||
+          w.opcode == wr_opcode::RDMA_WRITE_WITH_IMM ||
+          w.opcode == wr_opcode::RDMA_READ) {
+        d.wr.rdma.remote_addr = w.remote_addr;
+        d.wr.rdma.rkey = w.rkey;
+      }
+    }
+    ibv_send_wr* bad_wr = nullptr;
+    int ret = ibv_post_send(qp_, send_wrs_.data(), &bad_wr);  // inline (ops)
+    if (ret != 0) {
+      size_t idx = 0;
+      if (bad_wr >= send_wrs_.data() && bad_wr < send_wrs_.data() + lim)
+        idx = static_cast<size_t>(bad_wr - send_wrs_.data());
+      if (bad != nullptr) *bad = idx;
+      fail(ret > 0 ? ret : EIO, "ibv_post_send",
+           "QP " + std::to_string(qp_num_) + " rejected WR " +
+               std::to_string(idx) + " (wr_id " + hex(wrs[idx].wr_id) +
+               ", opcode " + std::to_string(wrs[idx].opcode) +
+               ", send queue full, too many SGEs or inline data too large?)");
+    }
+  }
+  if (lim < n) {
+    if (bad != nullptr) *bad = lim;
+    fail(EINVAL, "ibv_post_send",
+         "WR " + std::to_string(lim) + " has an unknown opcode (" +
+             std::to_string(wrs[lim].opcode) + ") or send flags (" +
+             hex(wrs[lim].send_flags) + ")");
+  }
+}
+
+void IbvQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
+  if (bad != nullptr) *bad = 0;
+  if (n == 0) return;
+  if (qp_ == nullptr) fail_closed("ibv_post_recv");
+  size_t total_sge = 0;
+  for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
+  if (recv_wrs_.size() < n) recv_wrs_.resize(n);
+  if (sges_.size() < total_sge) sges_.resize(total_sge);
+  ibv_sge* sge = sges_.data();
+  for (size_t i = 0; i < n; ++i) {
+    const RecvWr& w = wrs[i];
+    ibv_recv_wr& d = recv_wrs_[i];
+    std::memset(&d, 0, sizeof d);
+    d.wr_id = w.wr_id;
+    d.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
+    d.num_sge = static_cast<int>(w.sg.size());
+    d.sg_list = w.sg.empty() ? nullptr : sge;
+    for (const Sge& s : w.sg) {
+      sge->addr = s.addr;
+      sge->length = s.length;
+      sge->lkey = s.lkey;
+      ++sge;
+    }
+  }
+  ibv_recv_wr* bad_wr = nullptr;
+  int ret = ibv_post_recv(qp_, recv_wrs_.data(), &bad_wr);  // inline (ops)
+  if (ret != 0) {
+    size_t idx = 0;
+    if (bad_wr >= recv_wrs_.data() && bad_wr < recv_wrs_.data() + n)
+      idx = static_cast<size_t>(bad_wr - recv_wrs_.data());
+    if (bad != nullptr) *bad = idx;
+    fail(ret > 0 ? ret : EIO, "ibv_post_recv",
+         "QP " + std::to_string(qp_num_) + " rejected WR " +
+             std::to_string(idx) + " (wr_id " + hex(wrs[idx].wr_id) +
+             ", receive queue full or too many SGEs?)");
+  }
+}
+
+void IbvQp::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (qp_ == nullptr) return;
+  // ibv_destroy_qp waits until every async event read for the QP is acked.
+  if (async_unacked != 0)
+    fail(EBUSY, "ibv_destroy_qp",
+         std::to_string(async_unacked) + " async events not acknowledged");
+  int ret = st_->api->destroy_qp(qp_);
+  if (ret != 0) fail(ret, "ibv_destroy_qp", "QP " + std::to_string(qp_num_));
+  drop_qp_refs(this);
+  qp_ = nullptr;
+  st_->qps.erase(this);
+}
+
+}  // namespace ibv
+}  // namespace rxv
+
+#endif  // RXV_HAVE_IBVERBS

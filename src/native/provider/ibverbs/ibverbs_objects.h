@@ -1,0 +1,233 @@
+// The ibverbs provider's objects: thin wrappers over libibverbs handles plus
+// the bookkeeping libibverbs does not do for us (unacked event counts, so a
+// destroy that would block forever fails with EBUSY instead; child registries,
+// so a context torn down with live children releases them in a safe order).
+//
+// Threading: one Context and its children are used from one thread at a time
+// (the addon's environment thread). The registry mutex only guards the
+// teardown paths against a child destructed concurrently elsewhere.
+#pragma once
+
+#ifdef RXV_HAVE_IBVERBS
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../provider.h"
+#include "ibverbs_loader.h"
+
+namespace rxv {
+namespace ibv {
+
+class IbvChannel;
+class IbvCq;
+class IbvMr;
+class IbvPd;
+class IbvQp;
+
+// errno-style failure -> VerbsError (err 0 becomes EIO so codes are never 0).
+[[noreturn]] void fail(int err, const char* verb, const std::string& detail);
+
+// Shared by a context and all its children. Outlives the Context object while
+// children exist (they hold it through shared_ptr).
+struct ContextState {
+  const Api* api = nullptr;
+  ibv_context* ctx = nullptr;  // null once closed
+  std::string device;          // name, for messages
+  std::mutex mu;
+  std::set<IbvQp*> qps;
+  std::set<IbvCq*> cqs;
+  std::set<IbvMr*> mrs;
+  std::set<IbvPd*> pds;
+  std::set<IbvChannel*> channels;
+  // Async events returned by get_async_event and not yet acked (heap copies;
+  // AsyncEvent::native points at one).
+  std::set<ibv_async_event*> pending_async;
+
+  // Releases every child still registered (QPs, CQs, MRs, PDs, channels, in
+  // that order), acks pending events and closes the device. Best effort,
+  // never throws. Caller holds mu.
+  void teardown_locked() noexcept;
+  // Parent `p` is going away: null every child's pointer to it.
+  void forget_parent_locked(const void* p) noexcept;
+  // Acks (and frees) pending async events for which pred(ev) holds.
+  template <typename Pred>
+  void ack_pending_locked(Pred pred) noexcept {
+    for (auto it = pending_async.begin(); it != pending_async.end();) {
+      if (pred(**it)) {
+        api->ack_async_event(*it);
+        delete *it;
+        it = pending_async.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+};
+using StatePtr = std::shared_ptr<ContextState>;
+
+// Async event types whose element is a QP (element.qp->qp_context is ours).
+bool is_qp_event(ibv_event_type type);
+
+// Thrown by any verb on an object whose context was torn down under it.
+[[noreturn]] void fail_closed(const char* verb);
+
+class IbvChannel final : public Channel {
+ public:
+  IbvChannel(StatePtr st, ibv_comp_channel* ch);
+  ~IbvChannel() override;
+  int fd() const override;
+  bool get_event(Cq** cq) override;
+  void destroy() override;
+
+  ibv_comp_channel* raw() const { return ch_; }
+  void release_locked() noexcept;  // context teardown; st_->mu held
+  uint32_t cq_count = 0;           // CQs created on it (guarded by st_->mu)
+
+ private:
+  StatePtr st_;
+  ibv_comp_channel* ch_;
+};
+
+class IbvCq final : public Cq {
+ public:
+  IbvCq(StatePtr st, IbvChannel* channel);
+  ~IbvCq() override;
+  // Second phase of construction (cq_context must be `this`).
+  void attach(ibv_cq* cq) { cq_ = cq; }
+
+  int cqe() const override;
+  void req_notify(bool solicited_only) override;
+  int poll(int max, Wc* out) override;
+  void ack_events(uint32_t n) override;
+  void destroy() override;
+  Channel* channel() const override { return channel_; }
+
+  ibv_cq* raw() const { return cq_; }
+  void release_locked() noexcept;
+  // Bookkeeping (guarded by st_->mu except events_unacked, which only the
+  // owning thread touches through get_event/ack_events).
+  uint64_t events_unacked = 0;  // completion events got - acked
+  uint32_t async_unacked = 0;   // CQ_ERR async events got - acked
+  uint32_t qp_count = 0;        // QPs using this CQ (send or recv)
+  IbvChannel* channel_;         // null when none (or orphaned)
+
+ private:
+  StatePtr st_;
+  ibv_cq* cq_ = nullptr;
+};
+
+class IbvMr final : public Mr {
+ public:
+  IbvMr(StatePtr st, IbvPd* pd, ibv_mr* mr, uint32_t access);
+  ~IbvMr() override;
+  uint32_t lkey() const override { return lkey_; }
+  uint32_t rkey() const override { return rkey_; }
+  uint64_t addr() const override { return addr_; }
+  size_t length() const override { return length_; }
+  uint32_t access() const override { return access_; }
+  void destroy() override;
+
+  void release_locked() noexcept;
+  IbvPd* pd_;  // nulled if the PD object goes away first
+
+ private:
+  StatePtr st_;
+  ibv_mr* mr_;
+  uint32_t lkey_, rkey_, access_;
+  uint64_t addr_;
+  size_t length_;
+};
+
+class IbvQp final : public Qp {
+ public:
+  IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq);
+  ~IbvQp() override;
+  void attach(ibv_qp* qp, const ibv_qp_cap& cap);
+
+  uint32_t qp_num() const override { return qp_num_; }
+  uint32_t state() const override;
+  QpCap cap() const override { return cap_; }
+  void modify(const QpAttr& attr, uint32_t mask) override;
+  void post_send(const SendWr* wrs, size_t n, size_t* bad) override;
+  void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
+  void destroy() override;
+
+  ibv_qp* raw() const { return qp_; }
+  void release_locked() noexcept;
+  uint32_t async_unacked = 0;  // QP async events got - acked (st_->mu)
+  // Parents; nulled if their objects go away first (contract violation at
+  // teardown), so a late destructor never touches freed memory.
+  IbvPd* pd_;
+  IbvCq* send_cq_;
+  IbvCq* recv_cq_;
+
+ private:
+  StatePtr st_;
+  ibv_qp* qp_ = nullptr;
+  uint32_t qp_num_ = 0;
+  QpCap cap_;
+  // Reusable translation buffers for post_send/post_recv (grow only).
+  std::vector<ibv_send_wr> send_wrs_;
+  std::vector<ibv_recv_wr> recv_wrs_;
+  std::vector<ibv_sge> sges_;
+};
+
+class IbvPd final : public Pd {
+ public:
+  IbvPd(StatePtr st, ibv_pd* pd);
+  ~IbvPd() override;
+  std::unique_ptr<Mr> reg_mr(void* addr, size_t length,
+                             uint32_t access) override;
+  std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
+  void destroy() override;
+
+  ibv_pd* raw() const { return pd_; }
+  void release_locked() noexcept;
+  uint32_t mr_count = 0;  // st_->mu
+  uint32_t qp_count = 0;  // st_->mu
+
+ private:
+  StatePtr st_;
+  ibv_pd* pd_;
+};
+
+class IbvContext final : public Context {
+ public:
+  IbvContext(const Api* api, ibv_context* ctx, DeviceInfo info);
+  ~IbvContext() override;
+  const DeviceInfo& info() const override { return info_; }
+  DeviceAttr query_device() override;
+  PortAttr query_port(uint8_t port) override;
+  Gid query_gid(uint8_t port, int index) override;
+  std::unique_ptr<Pd> alloc_pd() override;
+  std::unique_ptr<Channel> create_channel() override;
+  std::unique_ptr<Cq> create_cq(int cqe, Channel* channel,
+                                int comp_vector) override;
+  int async_fd() const override;
+  bool get_async_event(AsyncEvent* out) override;
+  void ack_async_event(const AsyncEvent& ev) override;
+  void destroy() override;
+
+ private:
+  ibv_context* live(const char* verb) const;
+  StatePtr st_;
+  DeviceInfo info_;
+};
+
+// Sets O_NONBLOCK on fd; returns 0 or errno.
+int set_nonblock(int fd);
+// "InfiniBand", "Ethernet", "iWARP", ... for a device (may open it briefly to
+// read port 1's link layer).
+std::string transport_of(const Api& a, ibv_device* dev);
+
+}  // namespace ibv
+}  // namespace rxv
+
+#endif  // RXV_HAVE_IBVERBS

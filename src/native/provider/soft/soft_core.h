@@ -1,0 +1,292 @@
+// Internal model of the embedded software RDMA device ("soft" provider).
+// Private to provider/soft/; nothing outside this folder includes it.
+//
+// Scope: the soft device works within ONE process only. "The wire" is this
+// process's address space: QPs on any soft device find each other through
+// the process-wide fabric below (destination LID or GID, then QP number),
+// and the bytes move with memmove between registered memory.
+//
+// Locking (always acquire in this order, never the reverse):
+//   1. fabric_mutex() ("G"): devices, routing, MR keys, every membership
+//      (QPs of a CQ, children of a context), QP state and work queues, the
+//      device threads' ready/timer lists. A device thread holds G while it
+//      executes a batch of WRs, so a verb that takes G (dereg, destroy,
+//      modify, post) is synchronised with "the NIC" for free.
+//   2. CqCore::mu: the completion ring and the arm state. poll() and the
+//      plain req_notify() take only this lock, so draining a CQ never waits
+//      for the device thread's batch.
+//   3. ChCore::mu: a channel's event queue and the per-CQ event counters.
+//   CtxCore::amu (async events) is a leaf: taken alone or under G.
+//
+// Lifetimes: handles (the objects the addon owns through unique_ptr) hold a
+// shared_ptr to their core; a core holds shared_ptrs to its parents only.
+// No cycles, and any destruction order is memory-safe. Non-owning raw
+// pointers (routing tables, ready lists, channel event queues) are removed
+// under the lock that guards them before the object they name can die.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "../provider.h"
+
+namespace rxv {
+namespace soft {
+
+using Clock = std::chrono::steady_clock;
+using Guard = std::lock_guard<std::mutex>;
+using ULock = std::unique_lock<std::mutex>;
+
+struct DeviceCore;
+struct CtxCore;
+struct ChCore;
+struct CqCore;
+struct PdCore;
+struct MrCore;
+struct QpCore;
+
+constexpr int kGidTableLen = 4;
+constexpr uint32_t kPkeyTableLen = 128;
+constexpr uint32_t kMaxRdAtomic = 16;
+constexpr int kNumCompVectors = 64;
+constexpr uint64_t kMaxMsgSize = 1ull << 31;
+constexpr uint32_t kNoEvent = UINT32_MAX;
+
+std::mutex& fabric_mutex();
+
+[[noreturn]] void fail(int err, const char* verb, const std::string& detail = "");
+
+// Non-blocking eventfd whose readability mirrors "a queue is non-empty".
+class EventFd {
+ public:
+  EventFd() = default;
+  ~EventFd();
+  EventFd(const EventFd&) = delete;
+  EventFd& operator=(const EventFd&) = delete;
+  void open(const char* verb);
+  void close();
+  void signal();
+  void reset();
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// ---- fabric and devices (all fields under G) -------------------------------
+struct DeviceCore {
+  std::string name;
+  SoftDeviceOptions opts;
+  DeviceInfo info;
+  struct Port {
+    uint16_t lid = 0;
+    uint64_t guid = 0;
+    Gid gid0;
+    uint32_t state = port_state::ACTIVE;
+  };
+  std::vector<Port> ports;
+  std::unordered_map<uint32_t, QpCore*> qps;  // by qp_num
+  std::unordered_map<uint32_t, MrCore*> mrs;  // by key (lkey == rkey)
+  std::vector<CtxCore*> contexts;              // open contexts
+  uint32_t next_qpn = 0x11;
+  uint64_t rng = 0;
+
+  uint32_t new_key();
+  uint32_t new_qpn();
+};
+
+struct Fabric {
+  std::vector<std::shared_ptr<DeviceCore>> devices;
+  // Bumped whenever a routing input changes (QP state, QP gone, port
+  // state), so QPs can cache their resolved peer between changes.
+  uint64_t route_gen = 1;
+  uint32_t next_lid = 1;
+};
+Fabric& fabric();
+void ensure_default_device();
+std::shared_ptr<DeviceCore> find_device(const std::string& name);
+void bump_routes();
+// The responder for s's current destination, or null when nothing answers
+// there (unknown LID/GID or QP, QP not in RTR/RTS, port down, device dead).
+QpCore* route(QpCore* s);
+
+// ---- context -------------------------------------------------------------
+struct CtxCore {
+  std::shared_ptr<DeviceCore> dev;
+  std::atomic<bool> fatal{false};
+  bool closed = false;  // G
+
+  // Device thread state (G).
+  std::thread thread;
+  std::condition_variable cv;
+  bool stop = false;
+  bool idle = false;
+  std::deque<QpCore*> ready;
+  std::vector<QpCore*> timed;
+  uint32_t delay_us = 0;
+  bool dup_events = false;
+
+  // Children (G). QPs and MRs are also listed here for teardown.
+  std::unordered_set<PdCore*> pds;
+  std::unordered_set<ChCore*> chans;
+  std::unordered_set<CqCore*> cqs;
+  std::unordered_set<QpCore*> qps;
+  std::unordered_set<MrCore*> mrs;
+
+  // Async events (amu).
+  std::mutex amu;
+  EventFd afd;
+  std::deque<AsyncEvent> aq;
+  std::unordered_map<uintptr_t, AsyncEvent> delivered;  // not yet acked
+  uintptr_t next_ev = 1;
+};
+
+void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port);
+size_t async_unacked(CtxCore* c, const void* obj);
+void async_purge(CtxCore* c, const void* obj);
+// G held. Marks the context dead: DEVICE_FATAL, every QP flushed.
+void make_fatal(CtxCore* c);
+
+// ---- channel -------------------------------------------------------------
+struct ChCore {
+  std::shared_ptr<CtxCore> ctx;
+  Channel* handle = nullptr;  // G
+  uint32_t ncqs = 0;          // G
+  std::mutex mu;
+  bool dead = false;  // mu (and G)
+  EventFd efd;
+  std::deque<CqCore*> q;  // mu
+};
+// Queues `times` events for cq (takes ch->mu).
+void ch_push(ChCore* ch, CqCore* cq, int times);
+
+// ---- completion queue ------------------------------------------------------
+struct CqCore {
+  std::shared_ptr<CtxCore> ctx;
+  std::shared_ptr<ChCore> ch;
+  Cq* handle = nullptr;  // G
+  uint32_t depth = 0;
+  std::vector<QpCore*> qps;  // G: QPs using it (as send and/or recv CQ)
+
+  std::mutex mu;
+  bool dead = false;  // mu (and G)
+  bool error = false;
+  bool armed = false;
+  bool sol_only = false;
+  std::vector<Wc> ring;
+  uint32_t head = 0;
+  uint32_t count = 0;
+  std::vector<Wc> before_arm;
+  std::atomic<bool> has_before_arm{false};
+
+  uint64_t ev_delivered = 0;  // ch->mu
+  uint64_t ev_acked = 0;      // ch->mu
+};
+// G held. Adds a completion; a full CQ overruns.
+void cq_push(CqCore* cq, const Wc& wc, bool solicited);
+// G held. CQ to error, CQ_ERR, every QP on it to ERR with QP_FATAL.
+void cq_overrun(CqCore* cq);
+
+// ---- protection domain and memory regions ---------------------------------
+struct PdCore {
+  std::shared_ptr<CtxCore> ctx;
+  uint32_t nmrs = 0;  // G
+  uint32_t nqps = 0;  // G
+  bool dead = false;  // G
+};
+
+struct MrCore {
+  std::shared_ptr<PdCore> pd;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t key = 0;
+  bool registered = false;  // G: present in dev->mrs
+};
+
+// ---- queue pair ------------------------------------------------------------
+struct SendSlot {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t seq = 0;
+  int64_t not_before_ns = 0;  // fault delay; 0 = run as soon as possible
+  uint32_t opcode = 0;
+  uint32_t flags = 0;
+  uint32_t imm = 0;
+  uint32_t rkey = 0;
+  uint32_t nsge = 0;
+  uint32_t inline_len = 0;
+};
+struct RecvSlot {
+  uint64_t wr_id = 0;
+  uint32_t nsge = 0;
+};
+
+struct QpCore {
+  std::shared_ptr<CtxCore> ctx;
+  std::shared_ptr<PdCore> pd;
+  std::shared_ptr<CqCore> scq;
+  std::shared_ptr<CqCore> rcq;
+  Qp* handle = nullptr;
+  uint32_t qpn = 0;
+  QpCap cap;
+  bool sig_all = false;
+
+  // Everything below is under G.
+  uint32_t state = qp_state::RESET;
+  QpAttr attr;
+  bool registered = false;  // present in dev->qps
+  bool dead = false;
+
+  // Work queues: rings of preallocated slots (no allocation per post).
+  std::vector<SendSlot> sq;
+  std::vector<Sge> sq_sge;
+  std::vector<uint8_t> sq_inl;
+  uint32_t sq_head = 0;
+  uint32_t sq_count = 0;
+  uint64_t sq_seq = 0;
+  std::vector<RecvSlot> rq;
+  std::vector<Sge> rq_sge;
+  uint32_t rq_head = 0;
+  uint32_t rq_count = 0;
+
+  Sge* sq_sges(uint32_t i) { return sq_sge.data() + size_t(i) * cap.max_send_sge; }
+  uint8_t* sq_inline(uint32_t i) { return sq_inl.data() + size_t(i) * cap.max_inline_data; }
+  Sge* rq_sges(uint32_t i) { return rq_sge.data() + size_t(i) * cap.max_recv_sge; }
+
+  // Device thread bookkeeping.
+  bool in_ready = false;
+  bool in_timed = false;
+  Clock::time_point wake_at;
+  uint32_t rnr_count = 0;             // RNR retries spent on the head WR
+  QpCore* blocked_on = nullptr;       // infinite RNR wait on this responder
+  std::vector<QpCore*> waiters;       // requesters waiting for our receives
+  uint64_t route_gen = 0;
+  QpCore* route_cache = nullptr;
+};
+
+// G held.
+void qp_to_error(QpCore* q, uint32_t async_type);
+// G held. Removes the QP from routing and the device thread (no completions).
+void qp_unroute(QpCore* q);
+
+// ---- device thread (soft_engine.cc) ----------------------------------------
+void engine_start(CtxCore* c);
+void engine_stop(CtxCore* c);  // G NOT held; joins the thread
+void schedule(QpCore* q);      // G held
+void unschedule(QpCore* q);    // G held
+void kick_waiters(QpCore* r);  // G held: r's RQ or state changed
+
+}  // namespace soft
+}  // namespace rxv

@@ -1,0 +1,235 @@
+#include "qp.h"
+
+#include "cq.h"
+#include "pd.h"
+#include "util/js_values.h"
+#include "wr_codec.h"
+
+namespace rxv {
+
+Napi::Function QpWrap::Init(Napi::Env env) {
+  return DefineClass(env, kClassName,
+                     {
+                         InstanceAccessor<&QpWrap::QpNum>("qpNum"),
+                         InstanceAccessor<&QpWrap::State>("state"),
+                         InstanceAccessor<&QpWrap::Cap>("cap"),
+                         InstanceAccessor<&QpWrap::Closed>("closed"),
+                         InstanceMethod<&QpWrap::Modify>("modify"),
+                         InstanceMethod<&QpWrap::PostSend>("postSend"),
+                         InstanceMethod<&QpWrap::PostRecv>("postRecv"),
+                         InstanceMethod<&QpWrap::CloseJs>("close"),
+                     });
+}
+
+Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
+                         PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq) {
+  Qp* raw = qp.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->qp_ctor.New({Napi::External<Qp>::New(env, raw)});
+  } catch (...) {
+    try { raw->destroy(); } catch (...) {}
+    delete raw;
+    throw;
+  }
+  QpWrap* w = Unwrap(o);
+  w->pd_ = Napi::Persistent(pd);
+  w->pdw_ = pdw;
+  w->send_cq_ = Napi::Persistent(send_cq);
+  w->recv_cq_ = Napi::Persistent(recv_cq);
+  return o;
+}
+
+QpWrap::QpWrap(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<QpWrap>(info), Lifetime(info.Env()) {
+  if (info.Length() != 1 || !info[0].IsExternal()) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(),
+                               "Qp cannot be constructed directly: use pd.createQp()");
+  }
+  qp_.reset(info[0].As<Napi::External<Qp>>().Data());
+  qp_->user = this;
+  qp_num_ = qp_->qp_num();
+}
+
+void QpWrap::Close(bool force) {
+  if (closed()) return;
+  try {
+    qp_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) throw;
+  }
+  BeginClose();
+  qp_->user = nullptr;
+  qp_.reset();
+  if (!addon_->tearing_down) {
+    send_cq_.Reset();
+    recv_cq_.Reset();
+    pd_.Reset();
+  }
+}
+
+Napi::Value QpWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value QpWrap::Closed(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), closed());
+}
+
+Napi::Value QpWrap::QpNum(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), qp_num_);
+}
+
+Napi::Value QpWrap::State(const Napi::CallbackInfo& info) {
+  Qp* qp = Checked(info.Env(), "ibv_query_qp");
+  return Napi::Number::New(info.Env(), qp->state());
+}
+
+Napi::Value QpWrap::Cap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_query_qp");
+  QpCap c = qp->cap();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("maxSendWr", c.max_send_wr);
+  o.Set("maxRecvWr", c.max_recv_wr);
+  o.Set("maxSendSge", c.max_send_sge);
+  o.Set("maxRecvSge", c.max_recv_sge);
+  o.Set("maxInlineData", c.max_inline_data);
+  return o;
+}
+
+static uint32_t Field(Napi::Env env, Napi::Object o, const char* key,
+                      uint32_t dflt, uint32_t max) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return dflt;
+  return ValueU32(env, v, key, 0, max);
+}
+
+// modify(attr, mask): ibv_modify_qp with rdma-core's IBV_QP_* mask bits.
+Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_modify_qp");
+  if (!info[0].IsObject()) throw Napi::TypeError::New(env, "attr must be an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  uint32_t mask = ArgU32(info, 1, "attribute mask", 0, (1u << 21) - 1);
+  QpAttr a;
+  a.state = Field(env, o, "qpState", 0, 6);
+  a.access_flags = Field(env, o, "accessFlags", 0, 0xffff);
+  a.pkey_index = static_cast<uint16_t>(Field(env, o, "pkeyIndex", 0, 0xffff));
+  a.port_num = static_cast<uint8_t>(Field(env, o, "portNum", 1, 255));
+  a.path_mtu = Field(env, o, "pathMtu", 3, 5);
+  a.dest_qp_num = Field(env, o, "destQpNum", 0, 0xffffff);
+  a.rq_psn = Field(env, o, "rqPsn", 0, 0xffffff);
+  a.sq_psn = Field(env, o, "sqPsn", 0, 0xffffff);
+  a.max_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxRdAtomic", 1, 255));
+  a.max_dest_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxDestRdAtomic", 1, 255));
+  a.min_rnr_timer = static_cast<uint8_t>(Field(env, o, "minRnrTimer", 12, 31));
+  a.timeout = static_cast<uint8_t>(Field(env, o, "timeout", 14, 31));
+  a.retry_cnt = static_cast<uint8_t>(Field(env, o, "retryCnt", 7, 7));
+  a.rnr_retry = static_cast<uint8_t>(Field(env, o, "rnrRetry", 7, 7));
+  Napi::Value ahv = o.Get("ah");
+  if (ahv.IsObject()) {
+    Napi::Object ah = ahv.As<Napi::Object>();
+    a.ah.dlid = static_cast<uint16_t>(Field(env, ah, "dlid", 0, 0xffff));
+    a.ah.sl = static_cast<uint8_t>(Field(env, ah, "sl", 0, 15));
+    a.ah.port_num = static_cast<uint8_t>(Field(env, ah, "portNum", a.port_num, 255));
+    a.ah.sgid_index = static_cast<uint8_t>(Field(env, ah, "sgidIndex", 0, 255));
+    a.ah.hop_limit = static_cast<uint8_t>(Field(env, ah, "hopLimit", 1, 255));
+    a.ah.traffic_class = static_cast<uint8_t>(Field(env, ah, "trafficClass", 0, 255));
+    a.ah.flow_label = Field(env, ah, "flowLabel", 0, 0xfffff);
+    Napi::Value dgid = ah.Get("dgid");
+    if (!dgid.IsUndefined() && !dgid.IsNull()) {
+      if (!dgid.IsString()) throw Napi::TypeError::New(env, "ah.dgid must be a GID string");
+      if (!ParseGid(dgid.As<Napi::String>().Utf8Value(), a.ah.dgid)) {
+        throw Napi::RangeError::New(env, "ah.dgid must be 32 hex digits, e.g. fe80:0000:...:0001");
+      }
+      a.ah.is_global = true;
+    }
+  } else if (!ahv.IsUndefined()) {
+    throw Napi::TypeError::New(env, "ah must be an object");
+  }
+  Guard(env, [&] { qp->modify(a, mask); });
+  return env.Undefined();
+}
+
+static void BufferArg(const Napi::CallbackInfo& info, const uint8_t** data,
+                      size_t* len) {
+  Napi::Value v = info[0];
+  if (v.IsArrayBuffer()) {
+    auto ab = v.As<Napi::ArrayBuffer>();
+    *data = static_cast<const uint8_t*>(ab.Data());
+    *len = ab.ByteLength();
+  } else if (v.IsTypedArray()) {
+    auto ta = v.As<Napi::TypedArray>();
+    *data = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+    *len = ta.ByteLength();
+  } else if (v.IsDataView()) {
+    auto dv = v.As<Napi::DataView>();
+    *data = static_cast<const uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
+    *len = dv.ByteLength();
+  } else {
+    throw Napi::TypeError::New(info.Env(), "packed work requests must be an ArrayBuffer or a view");
+  }
+}
+
+static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {
+  Napi::Error err = FromVerbsError(env, e);
+  err.Set("badWr", Napi::Number::New(env, static_cast<double>(bad)));
+  return err;
+}
+
+// postSend(packed, count)
+Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_post_send");
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+  BufferArg(info, &data, &len);
+  uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  std::string bad = DecodeSendWrs(data, len, count, &send_wrs_);
+  if (!bad.empty()) throw Napi::RangeError::New(env, bad);
+  // Inline data is copied from user addresses at post time, before any key
+  // check a device could make: prove here it lies inside this PD's memory.
+  for (uint32_t i = 0; i < count; i++) {
+    const SendWr& wr = send_wrs_[i];
+    if (!(wr.send_flags & send_flag::INLINE)) continue;
+    for (const Sge& s : wr.sg) {
+      if (!pdw_->CoversLocal(s.lkey, s.addr, s.length)) {
+        throw PostError(env, VerbsError(EFAULT, "ibv_post_send",
+                                        "inline data of work request " + std::to_string(i) +
+                                            " is not inside a registered region of this PD"),
+                        i);
+      }
+    }
+  }
+  size_t bad_index = 0;
+  try {
+    qp->post_send(send_wrs_.data(), count, &bad_index);
+  } catch (const VerbsError& e) {
+    throw PostError(env, e, bad_index);
+  }
+  return env.Undefined();
+}
+
+// postRecv(packed, count)
+Napi::Value QpWrap::PostRecv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_post_recv");
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+  BufferArg(info, &data, &len);
+  uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  std::string bad = DecodeRecvWrs(data, len, count, &recv_wrs_);
+  if (!bad.empty()) throw Napi::RangeError::New(env, bad);
+  size_t bad_index = 0;
+  try {
+    qp->post_recv(recv_wrs_.data(), count, &bad_index);
+  } catch (const VerbsError& e) {
+    throw PostError(env, e, bad_index);
+  }
+  return env.Undefined();
+}
+
+}  // namespace rxv

@@ -1,0 +1,56 @@
+// Qp: an RC queue pair. Work requests arrive from JS packed in one buffer
+// (see wr_codec.h), so posting N requests is one call and no per-WR objects.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "provider/provider.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class PdWrap;
+
+class QpWrap : public Napi::ObjectWrap<QpWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "Qp";
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
+                          PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq);
+
+  explicit QpWrap(const Napi::CallbackInfo& info);
+  ~QpWrap() override { Close(true); }
+  QpWrap(const QpWrap&) = delete;
+  QpWrap& operator=(const QpWrap&) = delete;
+
+  void Close(bool force) override;
+
+ private:
+  const char* kind() const override { return "queue pair"; }
+  Qp* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return qp_.get();
+  }
+  Napi::Value QpNum(const Napi::CallbackInfo& info);
+  Napi::Value State(const Napi::CallbackInfo& info);
+  Napi::Value Cap(const Napi::CallbackInfo& info);
+  Napi::Value Modify(const Napi::CallbackInfo& info);
+  Napi::Value PostSend(const Napi::CallbackInfo& info);
+  Napi::Value PostRecv(const Napi::CallbackInfo& info);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<Qp> qp_;
+  PdWrap* pdw_ = nullptr;
+  uint32_t qp_num_ = 0;
+  Napi::ObjectReference pd_;
+  Napi::ObjectReference send_cq_;
+  Napi::ObjectReference recv_cq_;
+  std::vector<SendWr> send_wrs_;  // reused between posts
+  std::vector<RecvWr> recv_wrs_;
+};
+
+}  // namespace rxv

@@ -1,0 +1,140 @@
+#include "util/errors.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+namespace rxv {
+
+const char* ErrnoName(int err) {
+  switch (err) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EIO: return "EIO";
+    case EBADF: return "EBADF";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case EACCES: return "EACCES";
+    case EFAULT: return "EFAULT";
+    case EBUSY: return "EBUSY";
+    case EEXIST: return "EEXIST";
+    case ENODEV: return "ENODEV";
+    case EINVAL: return "EINVAL";
+    case ENFILE: return "ENFILE";
+    case EMFILE: return "EMFILE";
+    case ENOSPC: return "ENOSPC";
+    case ERANGE: return "ERANGE";
+    case ENOSYS: return "ENOSYS";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENOTCONN: return "ENOTCONN";
+    case EPROTO: return "EPROTO";
+    case ENXIO: return "ENXIO";
+    default: return "EUNKNOWN";
+  }
+}
+
+Napi::Error ErrnoError(Napi::Env env, int err, const std::string& verb,
+                       const std::string& detail) {
+  std::string msg = verb + " failed: " + ErrnoName(err) + " (" +
+                    std::strerror(err) + ")";
+  if (!detail.empty()) msg += ": " + detail;
+  Napi::Error e = Napi::Error::New(env, msg);
+  e.Set("code", Napi::String::New(env, ErrnoName(err)));
+  e.Set("errno", Napi::Number::New(env, -err));
+  e.Set("syscall", Napi::String::New(env, verb));
+  return e;
+}
+
+Napi::Error FromVerbsError(Napi::Env env, const VerbsError& e) {
+  return ErrnoError(env, e.err(), e.verb(), e.detail());
+}
+
+static std::string Describe(Napi::Value v) {
+  if (v.IsUndefined()) return "undefined";
+  if (v.IsNull()) return "null";
+  if (v.IsBoolean()) return "a boolean";
+  if (v.IsBigInt()) return "a bigint";
+  if (v.IsString()) return "a string";
+  if (v.IsFunction()) return "a function";
+  if (v.IsArray()) return "an array";
+  if (v.IsObject()) return "an object";
+  if (v.IsNumber()) {
+    double d = v.As<Napi::Number>().DoubleValue();
+    return std::to_string(d);
+  }
+  return "something else";
+}
+
+uint32_t ValueU32(Napi::Env env, Napi::Value v, const char* what, uint32_t min,
+                  uint32_t max) {
+  if (!v.IsNumber()) {
+    throw Napi::TypeError::New(
+        env, std::string(what) + " must be a number, got " + Describe(v));
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || std::floor(d) != d || d < min || d > max) {
+    throw Napi::RangeError::New(env, std::string(what) +
+                                         " must be an integer in [" +
+                                         std::to_string(min) + ", " +
+                                         std::to_string(max) + "], got " +
+                                         Describe(v));
+  }
+  return static_cast<uint32_t>(d);
+}
+
+uint32_t ArgU32(const Napi::CallbackInfo& info, size_t i, const char* what,
+                uint32_t min, uint32_t max) {
+  return ValueU32(info.Env(), info[i], what, min, max);
+}
+
+int32_t ArgI32(const Napi::CallbackInfo& info, size_t i, const char* what,
+               int32_t min, int32_t max) {
+  Napi::Value v = info[i];
+  if (!v.IsNumber()) {
+    throw Napi::TypeError::New(
+        info.Env(), std::string(what) + " must be a number, got " + Describe(v));
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d) || std::floor(d) != d || d < min || d > max) {
+    throw Napi::RangeError::New(
+        info.Env(), std::string(what) + " must be an integer in [" +
+                        std::to_string(min) + ", " + std::to_string(max) +
+                        "], got " + Describe(v));
+  }
+  return static_cast<int32_t>(d);
+}
+
+bool ArgBool(const Napi::CallbackInfo& info, size_t i, const char* what,
+             bool fallback) {
+  Napi::Value v = info[i];
+  if (v.IsUndefined()) return fallback;
+  if (!v.IsBoolean()) {
+    throw Napi::TypeError::New(
+        info.Env(), std::string(what) + " must be a boolean, got " + Describe(v));
+  }
+  return v.As<Napi::Boolean>().Value();
+}
+
+Napi::Function ArgFunction(const Napi::CallbackInfo& info, size_t i,
+                           const char* what) {
+  if (!info[i].IsFunction()) {
+    throw Napi::TypeError::New(info.Env(), std::string(what) +
+                                               " must be a function, got " +
+                                               Describe(info[i]));
+  }
+  return info[i].As<Napi::Function>();
+}
+
+std::string ArgString(const Napi::CallbackInfo& info, size_t i,
+                      const char* what) {
+  if (!info[i].IsString()) {
+    throw Napi::TypeError::New(info.Env(), std::string(what) +
+                                               " must be a string, got " +
+                                               Describe(info[i]));
+  }
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+}  // namespace rxv

@@ -1,0 +1,39 @@
+// Tracks live native objects so the environment's teardown can close them,
+// newest first: children are always created after their parents, so reverse
+// creation order is the safe destroy order (QP, CQ, channel, MR, PD, context).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "util/closable.h"
+
+namespace rxv {
+
+class Reaper {
+ public:
+  void Add(Closable* c) { live_[c] = ++seq_; }
+  void Remove(Closable* c) { live_.erase(c); }
+  size_t size() const { return live_.size(); }
+
+  void CloseAll() {
+    // Copy first: closing an object deregisters it (and may close children).
+    std::vector<std::pair<uint64_t, Closable*>> order;
+    order.reserve(live_.size());
+    for (auto& [c, n] : live_) order.emplace_back(n, c);
+    std::sort(order.begin(), order.end(),
+              [](auto& a, auto& b) { return a.first > b.first; });
+    for (auto& [n, c] : order) {
+      if (live_.count(c)) c->Close(true);
+    }
+    live_.clear();
+  }
+
+ private:
+  std::map<Closable*, uint64_t> live_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace rxv

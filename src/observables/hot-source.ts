@@ -1,0 +1,411 @@
+import { Observable, Subscriber, Subscription, TeardownLogic } from 'rxjs';
+import type { Takeable } from '../verbs/interfaces';
+import { BufferOverflowError } from '../verbs/errors';
+import { BufferOptions, ResolvedBufferOptions, resolveBufferOptions } from './buffer-options';
+import { RingQueue } from './ring-queue';
+import { spinTake } from './spin-take';
+
+/**
+ * What a hot source needs of the native side behind it. The source calls
+ * `start()`/`stop()` only on transitions (never twice in a row), and may call
+ * `stop()` from inside `start()` when what `start()` pushed synchronously
+ * filled the buffer.
+ */
+export interface HotSourceDriver<T> {
+  /** Begin reading (watch the fd, arm): there is demand. Items arrive via `push()`. */
+  start(): void;
+  /** Stop reading and arming: no demand any more, paused, or terminated. */
+  stop(): void;
+  /** One synchronous, non-blocking native read for `tryTake()`; `undefined` if none. */
+  pull(): T | undefined;
+}
+
+/** Options of a {@link HotSource}: its bounded buffer. */
+export type HotSourceOptions<T> = BufferOptions<T>;
+
+type Terminal = { readonly kind: 'complete' } | { readonly kind: 'error'; readonly error: unknown };
+
+interface Waiter<T> {
+  resolve(result: IteratorResult<T, undefined>): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The core of every hot source (`channel.events$`, `cq.completions$`,
+ * `context.asyncEvents$`): a multicast Observable over a native driver, with
+ * a bounded buffer that push subscribers, `tryTake()` and async iterators
+ * share so that every item goes to exactly one place.
+ *
+ * - An item pushed while there are push subscribers goes to all of them,
+ *   synchronously. An item pushed during that delivery (re-entrancy) is
+ *   delivered after the current one, in order.
+ * - Otherwise it is buffered, and exactly one taker gets it: `tryTake()`, a
+ *   parked async iterator / `take()`, or the next push subscriber, which
+ *   first receives the buffered items in order, then live ones.
+ * - Demand drives the driver: it runs while there is a push subscriber, an
+ *   active async iterator, a waiting `take()` or a `retain()` hold, and is
+ *   not paused or terminated. Without demand the native side reads nothing
+ *   and events stay pending there, for a later subscriber or `tryTake()`.
+ * - Terminal states are sticky. `complete()` reaches current subscribers;
+ *   later ones get the buffered items, then complete. `error()` discards the
+ *   buffer (like RxJS, an error is not delayed behind items); later
+ *   subscribers get it at once and `tryTake()` throws it.
+ *
+ * Backpressure (`overflow`) only matters for pull consumers: push
+ * subscribers are fed synchronously, so the buffer fills only while nobody
+ * subscribes. With `'pause'` the driver is stopped above `highWaterMark` and
+ * started again at `lowWaterMark`; items the native side had already handed
+ * over are kept. Pause is bounded by CQ depth — the CQ holds the rest — so
+ * gate posts with `credits()`.
+ */
+export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIterable<T> {
+  private readonly driver: HotSourceDriver<T>;
+  private readonly options: ResolvedBufferOptions<T>;
+  private readonly buffer = new RingQueue<T>();
+  /** Copy-on-write, so a delivery loop can iterate a stable snapshot. */
+  private subscribers: ReadonlyArray<Subscriber<T>> = [];
+  /** Parked pull consumers (iterators, `take()`), FIFO. Non-empty only while the buffer is empty. */
+  private readonly waiters = new Set<Waiter<T>>();
+  /** Demand that is not a push subscriber: iterators, `take()`, `retain()`. */
+  private holds = 0;
+  private running = false;
+  private paused = false;
+  private flushing = false;
+  private terminal: Terminal | undefined;
+
+  /**
+   * @param driver the native side (see {@link HotSourceDriver}).
+   * @param options the bounded buffer: `highWaterMark` (1024), `lowWaterMark`
+   *   (hwm / 2), `overflow` (`'pause'`), `onDropped`.
+   * @throws RangeError for bad marks; TypeError for a bad strategy or a
+   *   drop strategy without `onDropped`.
+   */
+  constructor(driver: HotSourceDriver<T>, options?: HotSourceOptions<T>) {
+    // Observable calls this function with `this` bound to the source itself.
+    super(function (this: Observable<T>, subscriber: Subscriber<T>) {
+      return (this as HotSource<T>).attach(subscriber);
+    });
+    this.driver = driver;
+    this.options = resolveBufferOptions(options, 'pause');
+  }
+
+  /** How many items are buffered: what `tryTake()` could take without polling. */
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  /** Whether the driver is started (reading natively). */
+  get isRunning(): boolean {
+    return this.running;
+  }
+
+  /** Whether the `'pause'` strategy has the driver stopped. */
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** Whether there is at least one push subscriber. */
+  get observed(): boolean {
+    return this.subscribers.length > 0;
+  }
+
+  /** `'complete'` or `'error'` once terminated, else `undefined`. */
+  get terminated(): 'complete' | 'error' | undefined {
+    return this.terminal?.kind;
+  }
+
+  // ---- driver side -------------------------------------------------------
+
+  /** Driver: one item read natively. Ignored after a terminal state. */
+  push(item: T): void {
+    if (this.terminal) return;
+    if (this.subscribers.length > 0) {
+      if (!this.flushing && this.buffer.length === 0) {
+        // Fast path: deliver straight to every subscriber.
+        this.flushing = true;
+        try {
+          this.deliver(item);
+        } finally {
+          this.flushing = false;
+        }
+        if (this.buffer.length !== 0 || this.terminal) this.flush();
+        return;
+      }
+      // Re-entrant push (or replay in progress): queue behind, in order.
+      this.enqueue(item);
+      if (!this.flushing) this.flush();
+      return;
+    }
+    const waiter = this.firstWaiter();
+    if (waiter) {
+      // The buffer is empty whenever a consumer is parked: hand over directly.
+      this.waiters.delete(waiter);
+      waiter.resolve({ value: item, done: false });
+      return;
+    }
+    this.enqueue(item);
+  }
+
+  /** Driver: the source failed (sticky). Stops the driver; discards the buffer. */
+  error(err: unknown): void {
+    if (this.terminal) return;
+    this.terminal = { kind: 'error', error: err };
+    this.buffer.clear();
+    if (!this.flushing) this.settle();
+    this.reconcile();
+  }
+
+  /** Driver: the source ended (sticky). Buffered items stay takeable. */
+  complete(): void {
+    if (this.terminal) return;
+    this.terminal = { kind: 'complete' };
+    if (!this.flushing) this.settle();
+    this.reconcile();
+  }
+
+  // ---- pull side ---------------------------------------------------------
+
+  /**
+   * Takes one item if one is available: from the buffer, else one
+   * non-blocking native read (`driver.pull()`). Never blocks.
+   * @returns the item, or `undefined` (none now, or completed and empty).
+   * @throws the terminal error once the source has failed.
+   */
+  tryTake(): T | undefined {
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') throw terminal.error;
+    if (this.buffer.length > 0) {
+      const item = this.buffer.shift() as T;
+      this.maybeResume();
+      return item;
+    }
+    return terminal ? undefined : this.driver.pull();
+  }
+
+  /**
+   * The hybrid poller: spins on `tryTake()` for up to `spinUs` microseconds,
+   * then parks — starts the driver (arms) and waits for the next item.
+   * @returns the item, or `undefined` when the source completed.
+   * @throws (rejects with) the terminal error.
+   */
+  async take(options?: { spinUs?: number }): Promise<T | undefined> {
+    const spun = spinTake(this, options?.spinUs ?? 0);
+    if (spun !== undefined) return spun;
+    this.hold(+1);
+    try {
+      const result = await this.nextResult();
+      return result.done ? undefined : result.value;
+    } finally {
+      this.hold(-1);
+    }
+  }
+
+  /**
+   * Holds demand without a push subscriber: the driver runs and items are
+   * buffered for `tryTake()` / iterators until the returned subscription is
+   * unsubscribed. (`toTakeable()` is built on it.)
+   */
+  retain(): Subscription {
+    this.hold(+1);
+    return new Subscription(() => this.hold(-1));
+  }
+
+  /**
+   * A demand-driven pull consumer for `for await`: it keeps the driver
+   * started from its first `next()` until it is done or returned, and takes
+   * from the same buffer as `tryTake()` (push subscribers get live items
+   * first). A slow consumer is what `'pause'` protects: above the high mark
+   * the driver stops, at the low mark it starts again; nothing is lost.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<T, undefined> {
+    let holding = false;
+    let finished = false;
+    let parked: Waiter<T> | undefined;
+    const release = () => {
+      finished = true;
+      if (holding) {
+        holding = false;
+        this.hold(-1);
+      }
+    };
+    const done: IteratorResult<T, undefined> = { value: undefined, done: true };
+    return {
+      next: () => {
+        if (finished) return Promise.resolve(done);
+        if (!holding) {
+          holding = true;
+          this.hold(+1);
+        }
+        return this.nextResult((w) => (parked = w)).then(
+          (result) => {
+            parked = undefined;
+            if (result.done) release();
+            return result;
+          },
+          (err: unknown) => {
+            parked = undefined;
+            release();
+            throw err;
+          },
+        );
+      },
+      return: () => {
+        release();
+        if (parked && this.waiters.delete(parked)) parked.resolve(done);
+        parked = undefined;
+        return Promise.resolve(done);
+      },
+    };
+  }
+
+  // ---- internals ---------------------------------------------------------
+
+  private attach(subscriber: Subscriber<T>): TeardownLogic {
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') {
+      subscriber.error(terminal.error);
+      return;
+    }
+    if (terminal && this.buffer.length === 0) {
+      subscriber.complete();
+      return;
+    }
+    this.subscribers = [...this.subscribers, subscriber];
+    this.flush(); // replay the buffer to it first (then complete, if completed)
+    this.reconcile();
+    return () => {
+      this.subscribers = this.subscribers.filter((s) => s !== subscriber);
+      this.reconcile();
+    };
+  }
+
+  /** Delivers one item to the current subscribers (a stable snapshot). */
+  private deliver(item: T): void {
+    const targets = this.subscribers;
+    for (let i = 0; i < targets.length; i++) {
+      const s = targets[i];
+      if (!s.closed) s.next(item);
+    }
+  }
+
+  /** Drains the buffer to push subscribers, then settles. Not re-entrant. */
+  private flush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.subscribers.length > 0 && this.buffer.length > 0) {
+        this.deliver(this.buffer.shift() as T);
+      }
+    } finally {
+      this.flushing = false;
+    }
+    this.settle();
+  }
+
+  /**
+   * After items left the buffer or the state changed: hand buffered items to
+   * parked consumers when no push subscriber wants them, resume a pause, and
+   * deliver a terminal notification once it is due.
+   */
+  private settle(): void {
+    if (this.subscribers.length === 0) {
+      for (let w = this.firstWaiter(); w && this.buffer.length > 0; w = this.firstWaiter()) {
+        this.waiters.delete(w);
+        w.resolve({ value: this.buffer.shift() as T, done: false });
+      }
+    }
+    this.maybeResume();
+    const terminal = this.terminal;
+    if (!terminal || (terminal.kind === 'complete' && this.buffer.length > 0)) return;
+    const subscribers = this.subscribers;
+    const waiters = [...this.waiters];
+    this.subscribers = [];
+    this.waiters.clear();
+    for (const s of subscribers) {
+      if (terminal.kind === 'error') s.error(terminal.error);
+      else s.complete();
+    }
+    for (const w of waiters) {
+      if (terminal.kind === 'error') w.reject(terminal.error);
+      else w.resolve({ value: undefined, done: true });
+    }
+  }
+
+  /** Buffers one item, applying the overflow strategy when the buffer is full. */
+  private enqueue(item: T): void {
+    const { highWaterMark, overflow, onDropped } = this.options;
+    if (this.buffer.length < highWaterMark) {
+      this.buffer.push(item);
+      return;
+    }
+    switch (overflow) {
+      case 'pause':
+        this.buffer.push(item); // never lose: the driver stops, the CQ holds the rest
+        if (!this.paused) {
+          this.paused = true;
+          this.reconcile();
+        }
+        return;
+      case 'error':
+        this.error(new BufferOverflowError(highWaterMark));
+        return;
+      case 'dropNewest':
+        onDropped!(item);
+        return;
+      case 'dropOldest': {
+        const oldest = this.buffer.shift() as T;
+        this.buffer.push(item);
+        onDropped!(oldest);
+        return;
+      }
+    }
+  }
+
+  private maybeResume(): void {
+    if (this.paused && this.buffer.length <= this.options.lowWaterMark) {
+      this.paused = false;
+      this.reconcile();
+    }
+  }
+
+  private hold(delta: 1 | -1): void {
+    this.holds += delta;
+    this.reconcile();
+  }
+
+  /** Starts or stops the driver so that it runs exactly while it should. */
+  private reconcile(): void {
+    const want = !this.terminal && !this.paused && (this.subscribers.length > 0 || this.holds > 0);
+    if (want === this.running) return;
+    this.running = want;
+    try {
+      if (want) this.driver.start();
+      else this.driver.stop();
+    } catch (err) {
+      // A driver that cannot start or stop has failed: that is terminal.
+      this.running = false;
+      this.error(err);
+    }
+  }
+
+  private firstWaiter(): Waiter<T> | undefined {
+    return this.waiters.size > 0 ? this.waiters.values().next().value : undefined;
+  }
+
+  /** The next item for a pull consumer: buffered, terminal, or parked until pushed. */
+  private nextResult(onPark?: (w: Waiter<T>) => void): Promise<IteratorResult<T, undefined>> {
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') return Promise.reject(terminal.error);
+    if (this.buffer.length > 0) {
+      const value = this.buffer.shift() as T;
+      this.maybeResume();
+      return Promise.resolve({ value, done: false });
+    }
+    if (terminal) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter<T> = { resolve, reject };
+      this.waiters.add(waiter);
+      onPark?.(waiter);
+    });
+  }
+}

@@ -1,0 +1,225 @@
+import { wcOpcodeName, wcStatusName, WcOpcode, WcStatus, WC_FLAGS } from './constants';
+
+/** Bytes one work completion takes in a batch buffer: a u64 wr_id + 8 u32 columns. */
+export const WC_BYTES = 40;
+
+/** One work completion as a plain object (made on demand by {@link WcBatch.at}). */
+export interface WorkCompletion {
+  /** The full 64-bit `wr_id` the work request was posted with. */
+  wrId: bigint;
+  /** Status as rdma-core names it (`'SUCCESS'`, `'REM_ACCESS_ERR'`, ...). */
+  status: WcStatus | 'UNKNOWN';
+  /** Opcode as rdma-core names it (`'SEND'`, `'RECV'`, ...). */
+  opcode: WcOpcode | 'UNKNOWN';
+  /** Bytes transferred (receives, RDMA READ). */
+  byteLen: number;
+  /** Immediate data (host order), when `flags` has `WITH_IMM`. */
+  imm: number | undefined;
+  /** The local QP number the completion belongs to. */
+  qpNum: number;
+  /** The remote QP number (receives). */
+  srcQp: number;
+  /** `ibv_wc_flags` bits. */
+  flags: number;
+  /** Vendor error syndrome (0 when none). */
+  vendorErr: number;
+}
+
+/**
+ * A batch of work completions in structure-of-arrays form: one buffer, one
+ * typed array per field, so a batch of N completions costs one allocation
+ * rather than N objects.
+ *
+ * Layout of the buffer (little-endian, as the native side writes it):
+ * `wrId: u64[n]`, then `status, opcode, byteLen, imm, qpNum, srcQp, flags,
+ * vendorErr: u32[n]` each.
+ *
+ * @example
+ * ```ts
+ * for (let i = 0; i < batch.length; i++) {
+ *   if (batch.status[i] !== 0) console.error(batch.at(i));
+ *   else done(batch.wrIdLow(i));
+ * }
+ * ```
+ */
+export class WcBatch {
+  /** Number of completions in the batch. */
+  readonly length: number;
+  /** The underlying buffer (see the class comment for its layout). */
+  readonly buffer: ArrayBuffer;
+  /** `wr_id` as full 64-bit values (each read makes a BigInt). */
+  readonly wrId: BigUint64Array;
+  /**
+   * The `wr_id` column as 32-bit words (low word of completion i at 2i, high
+   * at 2i+1): read ids that fit in 32 bits without making a BigInt.
+   */
+  readonly wrIdWords: Uint32Array;
+  /** Numeric `ibv_wc_status`; 0 is success. */
+  readonly status: Uint32Array;
+  /** Numeric `ibv_wc_opcode`. */
+  readonly opcode: Uint32Array;
+  /** Bytes transferred. */
+  readonly byteLen: Uint32Array;
+  /** Immediate data, host order. */
+  readonly imm: Uint32Array;
+  /** Local QP number. */
+  readonly qpNum: Uint32Array;
+  /** Source QP number. */
+  readonly srcQp: Uint32Array;
+  /** `ibv_wc_flags`. */
+  readonly flags: Uint32Array;
+  /** Vendor error syndrome. */
+  readonly vendorErr: Uint32Array;
+
+  /**
+   * Wraps `length` completions laid out in `buffer` (see the class comment).
+   * @throws RangeError when the buffer is too small for `length`.
+   */
+  constructor(buffer: ArrayBuffer, length: number) {
+    if (!Number.isInteger(length) || length < 0) {
+      throw new RangeError(`WcBatch length must be a non-negative integer, got ${length}`);
+    }
+    if (buffer.byteLength < length * WC_BYTES) {
+      throw new RangeError(`WcBatch buffer holds ${buffer.byteLength} bytes, ${length * WC_BYTES} needed`);
+    }
+    this.length = length;
+    this.buffer = buffer;
+    this.wrId = new BigUint64Array(buffer, 0, length);
+    const u32 = (column: number) => new Uint32Array(buffer, length * 8 + column * length * 4, length);
+    this.status = u32(0);
+    this.opcode = u32(1);
+    this.byteLen = u32(2);
+    this.imm = u32(3);
+    this.qpNum = u32(4);
+    this.srcQp = u32(5);
+    this.flags = u32(6);
+    this.vendorErr = u32(7);
+    this.wrIdWords = new Uint32Array(buffer, 0, length * 2);
+  }
+
+  /** Low 32 bits of `wr_id` i, as a number (no BigInt made). */
+  wrIdLow(i: number): number {
+    return this.wrIdWords[2 * i];
+  }
+
+  /** An empty batch. */
+  static empty(): WcBatch {
+    return new WcBatch(new ArrayBuffer(0), 0);
+  }
+
+  /**
+   * Builds a batch from plain completion objects (tests, the testing kit).
+   * Missing fields default to a successful, zeroed completion.
+   */
+  static from(wcs: ReadonlyArray<Partial<WorkCompletionInit>>): WcBatch {
+    const n = wcs.length;
+    const batch = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    wcs.forEach((wc, i) => {
+      batch.wrId[i] = BigInt.asUintN(64, BigInt(wc.wrId ?? 0));
+      batch.status[i] = wc.status ?? 0;
+      batch.opcode[i] = wc.opcode ?? 0;
+      batch.byteLen[i] = wc.byteLen ?? 0;
+      batch.imm[i] = wc.imm ?? 0;
+      batch.qpNum[i] = wc.qpNum ?? 0;
+      batch.srcQp[i] = wc.srcQp ?? 0;
+      batch.flags[i] = wc.flags ?? (wc.imm !== undefined ? WC_FLAGS.WITH_IMM : 0);
+      batch.vendorErr[i] = wc.vendorErr ?? 0;
+    });
+    return batch;
+  }
+
+  /** Concatenates batches into one. */
+  static concat(batches: ReadonlyArray<WcBatch>): WcBatch {
+    if (batches.length === 1) return batches[0];
+    let n = 0;
+    for (const b of batches) n += b.length;
+    const out = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    let at = 0;
+    for (const b of batches) {
+      out.wrId.set(b.wrId, at);
+      out.status.set(b.status, at);
+      out.opcode.set(b.opcode, at);
+      out.byteLen.set(b.byteLen, at);
+      out.imm.set(b.imm, at);
+      out.qpNum.set(b.qpNum, at);
+      out.srcQp.set(b.srcQp, at);
+      out.flags.set(b.flags, at);
+      out.vendorErr.set(b.vendorErr, at);
+      at += b.length;
+    }
+    return out;
+  }
+
+  /** A sub-range `[start, end)` as a new batch (copies). */
+  slice(start: number, end = this.length): WcBatch {
+    const s = Math.max(0, Math.min(start, this.length));
+    const e = Math.max(s, Math.min(end, this.length));
+    const n = e - s;
+    const out = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    out.wrId.set(this.wrId.subarray(s, e));
+    out.status.set(this.status.subarray(s, e));
+    out.opcode.set(this.opcode.subarray(s, e));
+    out.byteLen.set(this.byteLen.subarray(s, e));
+    out.imm.set(this.imm.subarray(s, e));
+    out.qpNum.set(this.qpNum.subarray(s, e));
+    out.srcQp.set(this.srcQp.subarray(s, e));
+    out.flags.set(this.flags.subarray(s, e));
+    out.vendorErr.set(this.vendorErr.subarray(s, e));
+    return out;
+  }
+
+  /** Keeps the completions for which `keep(i)` is true (copies). */
+  filter(keep: (index: number) => boolean): WcBatch {
+    const picked: number[] = [];
+    for (let i = 0; i < this.length; i++) if (keep(i)) picked.push(i);
+    if (picked.length === this.length) return this;
+    return WcBatch.concat(picked.map((i) => this.slice(i, i + 1)));
+  }
+
+  /** True when every completion succeeded. */
+  allOk(): boolean {
+    for (let i = 0; i < this.length; i++) if (this.status[i] !== 0) return false;
+    return true;
+  }
+
+  /** Completion `i` as a plain object; `undefined` out of range. */
+  at(i: number): WorkCompletion | undefined {
+    if (i < 0) i += this.length;
+    if (!(i >= 0 && i < this.length)) return undefined;
+    const flags = this.flags[i];
+    return {
+      wrId: this.wrId[i],
+      status: wcStatusName(this.status[i]),
+      opcode: wcOpcodeName(this.opcode[i]),
+      byteLen: this.byteLen[i],
+      imm: flags & WC_FLAGS.WITH_IMM ? this.imm[i] : undefined,
+      qpNum: this.qpNum[i],
+      srcQp: this.srcQp[i],
+      flags,
+      vendorErr: this.vendorErr[i],
+    };
+  }
+
+  /** Iterates the completions as plain objects. */
+  *[Symbol.iterator](): IterableIterator<WorkCompletion> {
+    for (let i = 0; i < this.length; i++) yield this.at(i)!;
+  }
+
+  /** All completions as plain objects. */
+  toArray(): WorkCompletion[] {
+    return [...this];
+  }
+}
+
+/** Numeric fields accepted by {@link WcBatch.from}. */
+export interface WorkCompletionInit {
+  wrId: bigint | number;
+  status: number;
+  opcode: number;
+  byteLen: number;
+  imm: number;
+  qpNum: number;
+  srcQp: number;
+  flags: number;
+  vendorErr: number;
+}
