@@ -276,6 +276,19 @@ struct QpCore {
   QpCore* route_cache = nullptr;
 };
 
+// The requester's completion opcode for a WR opcode.
+inline uint32_t wc_opcode_of(uint32_t wr_op) {
+  switch (wr_op) {
+    case wr_opcode::RDMA_WRITE:
+    case wr_opcode::RDMA_WRITE_WITH_IMM:
+      return wc_opcode::RDMA_WRITE;
+    case wr_opcode::RDMA_READ:
+      return wc_opcode::RDMA_READ;
+    default:
+      return wc_opcode::SEND;
+  }
+}
+
 // G held.
 void qp_to_error(QpCore* q, uint32_t async_type);
 // G held. Removes the QP from routing and the device thread (no completions).

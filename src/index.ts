@@ -1,0 +1,7 @@
+/**
+ * rx-verbs: RDMA completion channels as RxJS streams.
+ * @packageDocumentation
+ */
+export * from './verbs';
+export * from './observables';
+export * from './operators';

@@ -1,0 +1,72 @@
+// Completion channel: a queue of CQ events behind an eventfd. The fd is
+// readable exactly while the queue is non-empty (written on empty ->
+// non-empty, drained when get_event empties it), so a level-triggered
+// uv_poll sees the same thing it sees on the kernel's channel fd.
+#include <algorithm>
+
+#include "soft_objects.h"
+
+namespace rxv {
+namespace soft {
+
+void ch_push(ChCore* ch, CqCore* cq, int times) {
+  Guard l(ch->mu);
+  if (ch->dead) return;
+  const bool was_empty = ch->q.empty();
+  for (int i = 0; i < times; ++i) ch->q.push_back(cq);
+  if (was_empty) ch->efd.signal();
+}
+
+ChCore* ch_of(Channel* ch, const char* verb) {
+  auto* s = dynamic_cast<SoftChannel*>(ch);
+  if (!s) fail(EINVAL, verb, "not a soft completion channel");
+  if (s->core->dead) fail(EINVAL, verb, "the completion channel is destroyed");
+  return s->core.get();
+}
+
+int SoftChannel::fd() const { return core->efd.fd(); }
+
+bool SoftChannel::get_event(Cq** out) {
+  ChCore* c = core.get();
+  Guard l(c->mu);
+  if (c->dead) fail(EBADF, "ibv_get_cq_event", "the completion channel is destroyed");
+  if (c->q.empty()) {
+    c->efd.reset();  // a spurious wakeup: clear it so the poller rests
+    return false;
+  }
+  CqCore* cq = c->q.front();
+  c->q.pop_front();
+  ++cq->ev_delivered;
+  if (c->q.empty()) c->efd.reset();
+  *out = cq->handle;
+  return true;
+}
+
+static void release(ChCore* c) {
+  {
+    Guard l(c->mu);
+    c->dead = true;
+    c->q.clear();
+    c->efd.close();
+  }
+  c->ctx->chans.erase(c);
+  c->handle = nullptr;
+}
+
+void SoftChannel::destroy() {
+  Guard g(fabric_mutex());
+  ChCore* c = core.get();
+  if (c->dead) return;
+  if (c->ncqs)
+    fail(EBUSY, "ibv_destroy_comp_channel",
+         std::to_string(c->ncqs) + " CQ(s) still use this completion channel");
+  release(c);
+}
+
+SoftChannel::~SoftChannel() {
+  Guard g(fabric_mutex());
+  if (!core->dead) release(core.get());
+}
+
+}  // namespace soft
+}  // namespace rxv

@@ -1,0 +1,390 @@
+// The device thread: one per open context, playing the NIC for that
+// context's QPs. It executes each QP's send queue in order, moving real
+// bytes between registered memory and writing completions on both sides.
+// The responder side (receive queue, responder's CQ) is driven by the
+// requester's thread under G; no responder thread is needed.
+//
+// The thread sleeps on a condition variable when nothing is runnable and
+// wakes for: a post to an RTS QP, a receive posted where a requester waits
+// in RNR, a timer (finite RNR retry, injected delay), or stop.
+#include <algorithm>
+#include <cstring>
+
+#include "soft_objects.h"
+
+namespace rxv {
+namespace soft {
+
+namespace {
+
+constexpr int kBatch = 256;   // WRs per hold of G before letting verbs in
+constexpr int kPerQp = 64;    // WRs per QP per turn, for fairness
+
+// IB min_rnr_timer encoding (microseconds), clamped to 100us..1ms: long
+// enough to be a real back-off, short enough that tests stay fast.
+std::chrono::microseconds rnr_delay(uint8_t code) {
+  static const uint32_t us[32] = {655360, 10,    20,    30,    40,     60,     80,     120,
+                                  160,    240,   320,   480,   640,    960,    1280,   1920,
+                                  2560,   3840,  5120,  7680,  10240,  15360,  20480,  30720,
+                                  40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+  return std::chrono::microseconds(std::clamp<uint32_t>(us[code & 31], 100, 1000));
+}
+
+void add_timer(QpCore* q, Clock::time_point at) {
+  q->in_timed = true;
+  q->wake_at = at;
+  q->ctx->timed.push_back(q);
+}
+
+uint64_t sge_total(const Sge* sg, uint32_t n) {
+  uint64_t t = 0;
+  for (uint32_t i = 0; i < n; ++i) t += sg[i].length;
+  return t;
+}
+
+bool in_bounds(const MrCore* mr, uint64_t addr, uint64_t len) {
+  return addr >= mr->addr && len <= mr->length && addr - mr->addr <= mr->length - len;
+}
+
+// Checks the SGEs the data reaches (the first `reach` bytes): key known on
+// this device, MR in the QP's PD, access allowed, range inside the MR.
+bool check_local(DeviceCore* dev, PdCore* pd, const Sge* sg, uint32_t n, uint32_t need,
+                 uint64_t reach) {
+  uint64_t off = 0;
+  for (uint32_t i = 0; i < n && off < reach; ++i) {
+    auto it = dev->mrs.find(sg[i].lkey);
+    if (it == dev->mrs.end()) return false;
+    const MrCore* mr = it->second;
+    if (mr->pd.get() != pd || (mr->access & need) != need) return false;
+    if (sg[i].length && !in_bounds(mr, sg[i].addr, sg[i].length)) return false;
+    off += sg[i].length;
+  }
+  return true;
+}
+
+bool check_remote(QpCore* r, uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need) {
+  DeviceCore* dev = r->ctx->dev.get();
+  auto it = dev->mrs.find(rkey);
+  if (it == dev->mrs.end()) return false;
+  const MrCore* mr = it->second;
+  return mr->pd == r->pd && (mr->access & need) == need && in_bounds(mr, addr, len);
+}
+
+// Both lists cover at least `total` bytes (checked by the callers).
+void sg_copy(const Sge* src, const Sge* dst, uint64_t total) {
+  uint64_t so = 0, dof = 0;
+  while (total) {
+    while (src->length == so) ++src, so = 0;
+    while (dst->length == dof) ++dst, dof = 0;
+    const uint64_t n = std::min({uint64_t(src->length) - so, uint64_t(dst->length) - dof, total});
+    // memmove: requester and responder memory may overlap in one process.
+    std::memmove(reinterpret_cast<uint8_t*>(dst->addr) + dof,
+                 reinterpret_cast<const uint8_t*>(src->addr) + so, n);
+    so += n;
+    dof += n;
+    total -= n;
+  }
+}
+
+// Completes the requester's head WR. The responder-side work that preceded
+// it may have flushed this QP (a shared CQ overran); then the WR already
+// completed with WR_FLUSH_ERR and `seq` no longer matches.
+void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
+  if (!s->sq_count || s->sq[s->sq_head].seq != seq) return;
+  const SendSlot w = s->sq[s->sq_head];
+  s->sq_head = s->sq_head + 1 == s->sq.size() ? 0 : s->sq_head + 1;
+  --s->sq_count;
+  s->rnr_count = 0;
+  if (status != wc_status::SUCCESS || (w.flags & send_flag::SIGNALED) || s->sig_all) {
+    Wc wc;
+    wc.wr_id = w.wr_id;
+    wc.status = status;
+    wc.opcode = wc_opcode_of(w.opcode);
+    wc.byte_len = status == wc_status::SUCCESS ? byte_len : 0;
+    wc.qp_num = s->qpn;
+    cq_push(s->scq.get(), wc, false);
+  }
+  if (status != wc_status::SUCCESS) qp_to_error(s, kNoEvent);
+}
+
+// Consumes the responder's head receive WR.
+void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint32_t byte_len,
+                   bool has_imm, uint32_t imm, bool solicited) {
+  const RecvSlot w = r->rq[r->rq_head];
+  r->rq_head = r->rq_head + 1 == r->rq.size() ? 0 : r->rq_head + 1;
+  --r->rq_count;
+  Wc wc;
+  wc.wr_id = w.wr_id;
+  wc.status = status;
+  wc.opcode = opcode;
+  wc.qp_num = r->qpn;
+  wc.src_qp = s->qpn;
+  if (status == wc_status::SUCCESS) {
+    wc.byte_len = byte_len;
+    if (has_imm) {
+      wc.imm = imm;
+      wc.wc_flags = wc_flag::WITH_IMM;
+    }
+  }
+  cq_push(r->rcq.get(), wc, solicited);
+}
+
+// Receiver not ready. Returns false: the head WR waits (timer or waiter
+// list); true when the retries are spent and the WR completed in error.
+bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
+  if (s->attr.rnr_retry == 7) {  // 7 = retry forever, as in IB
+    s->blocked_on = r;
+    r->waiters.push_back(s);
+    return false;
+  }
+  if (s->rnr_count < s->attr.rnr_retry) {
+    ++s->rnr_count;
+    add_timer(s, Clock::now() + rnr_delay(r->attr.min_rnr_timer));
+    return false;
+  }
+  finish(s, seq, wc_status::RNR_RETRY_EXC_ERR, 0);
+  return true;
+}
+
+// Executes the head WR of s. Returns false when it must wait (RNR).
+bool execute_head(QpCore* s) {
+  const uint32_t idx = s->sq_head;
+  const SendSlot w = s->sq[idx];
+  const uint32_t op = w.opcode;
+  const bool inl = w.flags & send_flag::INLINE;
+  const bool sol = w.flags & send_flag::SOLICITED;
+  const bool imm = op == wr_opcode::SEND_WITH_IMM || op == wr_opcode::RDMA_WRITE_WITH_IMM;
+  Sge inline_sge;
+  const Sge* lsg;
+  uint32_t lns;
+  if (inl) {
+    inline_sge.addr = reinterpret_cast<uint64_t>(s->sq_inline(idx));
+    inline_sge.length = w.inline_len;
+    lsg = &inline_sge;
+    lns = 1;
+  } else {
+    lsg = s->sq_sges(idx);
+    lns = w.nsge;
+  }
+  const uint64_t total = sge_total(lsg, lns);
+  if (total > kMaxMsgSize) {
+    finish(s, w.seq, wc_status::LOC_LEN_ERR, 0);
+    return true;
+  }
+  // The device writes the local buffer of a READ; it only reads the others.
+  if (!inl && !check_local(s->ctx->dev.get(), s->pd.get(), lsg, lns,
+                           op == wr_opcode::RDMA_READ ? access_flag::LOCAL_WRITE : 0, UINT64_MAX)) {
+    finish(s, w.seq, wc_status::LOC_PROT_ERR, 0);
+    return true;
+  }
+  QpCore* r = route(s);
+  if (!r) {
+    // Nobody answers: real hardware retries retry_cnt times, then gives up.
+    finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
+    return true;
+  }
+
+  switch (op) {
+    case wr_opcode::SEND:
+    case wr_opcode::SEND_WITH_IMM: {
+      if (!r->rq_count) return rnr(s, r, w.seq);
+      const uint32_t ridx = r->rq_head;
+      const Sge* rsg = r->rq_sges(ridx);
+      const uint32_t rns = r->rq[ridx].nsge;
+      if (total > sge_total(rsg, rns)) {
+        recv_complete(r, s, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
+        qp_to_error(r, kNoEvent);
+        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
+        return true;
+      }
+      if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, total)) {
+        recv_complete(r, s, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
+        qp_to_error(r, kNoEvent);
+        finish(s, w.seq, wc_status::REM_OP_ERR, 0);
+        return true;
+      }
+      sg_copy(lsg, rsg, total);
+      recv_complete(r, s, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(total), imm, w.imm, sol);
+      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+      return true;
+    }
+    case wr_opcode::RDMA_WRITE:
+    case wr_opcode::RDMA_WRITE_WITH_IMM: {
+      if (!(r->attr.access_flags & access_flag::REMOTE_WRITE)) {
+        // The responder QP was not enabled for RDMA WRITE: NAK invalid
+        // request; the responder reports it as an async QP error.
+        qp_to_error(r, async_event::QP_REQ_ERR);
+        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
+        return true;
+      }
+      if (imm && !r->rq_count) return rnr(s, r, w.seq);
+      if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_WRITE)) {
+        qp_to_error(r, async_event::QP_ACCESS_ERR);
+        finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
+        return true;
+      }
+      if (total) {
+        Sge dst;
+        dst.addr = w.remote_addr;
+        dst.length = uint32_t(total);
+        sg_copy(lsg, &dst, total);
+      }
+      // byte_len of RECV_RDMA_WITH_IMM is the write's length (rxe, mlx5).
+      if (imm)
+        recv_complete(r, s, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM, uint32_t(total), true,
+                      w.imm, sol);
+      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+      return true;
+    }
+    case wr_opcode::RDMA_READ: {
+      if (!(r->attr.access_flags & access_flag::REMOTE_READ)) {
+        qp_to_error(r, async_event::QP_REQ_ERR);
+        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
+        return true;
+      }
+      if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_READ)) {
+        qp_to_error(r, async_event::QP_ACCESS_ERR);
+        finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
+        return true;
+      }
+      if (total) {
+        Sge src;
+        src.addr = w.remote_addr;
+        src.length = uint32_t(total);
+        sg_copy(&src, lsg, total);
+      }
+      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+      return true;
+    }
+    default:  // rejected at post time
+      finish(s, w.seq, wc_status::LOC_QP_OP_ERR, 0);
+      return true;
+  }
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool runnable(QpCore* q) {
+  return q->state == qp_state::RTS && q->sq_count && !q->ctx->fatal.load(std::memory_order_relaxed);
+}
+
+// Runs up to `max` WRs of q. Returns how many completed.
+int run_qp(QpCore* q, int max) {
+  int n = 0;
+  while (n < max) {
+    if (!runnable(q)) return n;
+    const int64_t nb = q->sq[q->sq_head].not_before_ns;
+    if (nb) {
+      const int64_t now = now_ns();
+      if (now < nb) {
+        add_timer(q, Clock::now() + std::chrono::nanoseconds(nb - now));
+        return n;
+      }
+    }
+    if (!execute_head(q)) return n;
+    ++n;
+  }
+  if (runnable(q)) schedule(q);  // more to do: back of the line
+  return n;
+}
+
+void engine_main(CtxCore* c) {
+  ULock lk(fabric_mutex());
+  while (!c->stop) {
+    Clock::time_point next = Clock::time_point::max();
+    if (!c->timed.empty()) {
+      const Clock::time_point now = Clock::now();
+      for (size_t i = 0; i < c->timed.size();) {
+        QpCore* q = c->timed[i];
+        if (q->wake_at <= now) {
+          c->timed[i] = c->timed.back();
+          c->timed.pop_back();
+          q->in_timed = false;
+          schedule(q);
+        } else {
+          next = std::min(next, q->wake_at);
+          ++i;
+        }
+      }
+    }
+    if (c->ready.empty()) {
+      c->idle = true;
+      if (next == Clock::time_point::max())
+        c->cv.wait(lk);
+      else
+        c->cv.wait_until(lk, next);
+      c->idle = false;
+      continue;
+    }
+    int budget = kBatch;
+    while (budget > 0 && !c->ready.empty() && !c->stop) {
+      QpCore* q = c->ready.front();
+      c->ready.pop_front();
+      q->in_ready = false;
+      budget -= std::max(run_qp(q, std::min(budget, kPerQp)), 1);
+    }
+    if (!c->ready.empty()) {
+      // Let posting/polling threads at G between batches.
+      lk.unlock();
+      std::this_thread::yield();
+      lk.lock();
+    }
+  }
+}
+
+}  // namespace
+
+void schedule(QpCore* q) {
+  if (q->in_ready || q->in_timed || q->blocked_on || q->dead) return;
+  CtxCore* c = q->ctx.get();
+  if (c->stop) return;
+  c->ready.push_back(q);
+  q->in_ready = true;
+  if (c->idle) {
+    c->idle = false;  // one wake-up is enough
+    c->cv.notify_one();
+  }
+}
+
+void unschedule(QpCore* q) {
+  CtxCore* c = q->ctx.get();
+  if (q->in_ready) {
+    c->ready.erase(std::find(c->ready.begin(), c->ready.end(), q));
+    q->in_ready = false;
+  }
+  if (q->in_timed) {
+    c->timed.erase(std::find(c->timed.begin(), c->timed.end(), q));
+    q->in_timed = false;
+  }
+  if (q->blocked_on) {
+    auto& w = q->blocked_on->waiters;
+    w.erase(std::find(w.begin(), w.end(), q));
+    q->blocked_on = nullptr;
+  }
+}
+
+void kick_waiters(QpCore* r) {
+  if (r->waiters.empty()) return;
+  std::vector<QpCore*> w;
+  w.swap(r->waiters);
+  for (QpCore* s : w) {
+    s->blocked_on = nullptr;
+    schedule(s);
+  }
+}
+
+void engine_start(CtxCore* c) { c->thread = std::thread(engine_main, c); }
+
+void engine_stop(CtxCore* c) {
+  {
+    Guard g(fabric_mutex());
+    c->stop = true;
+    c->cv.notify_all();
+  }
+  if (c->thread.joinable()) c->thread.join();
+}
+
+}  // namespace soft
+}  // namespace rxv

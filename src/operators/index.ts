@@ -1,0 +1,15 @@
+export { rearm } from './rearm';
+export type { RearmOptions } from './rearm';
+export { ackEvents } from './ack-events';
+export type { AckEventsOptions } from './ack-events';
+export { drainCq } from './drain-cq';
+export type { DrainCqOptions } from './drain-cq';
+export { batchCompletions } from './batch-completions';
+export type { BatchCompletionsOptions } from './batch-completions';
+export { steer } from './steer';
+export type { SteerOptions } from './steer';
+export { failOnError } from './fail-on-error';
+export { splitErrors } from './split-errors';
+export type { WcErrorSink } from './split-errors';
+export { toTakeable } from './to-takeable';
+export type { TakeableObservable, ToTakeableOptions } from './to-takeable';

@@ -1,0 +1,57 @@
+import { MonoTypeOperatorFunction, Observable } from 'rxjs';
+import type { CqEvent } from '../verbs/interfaces';
+
+/** Options of {@link rearm}. */
+export interface RearmOptions {
+  /** Arm for the next solicited or error completion only (default `false`: any completion). */
+  solicitedOnly?: boolean;
+}
+
+/**
+ * Re-arms each event's CQ (`ibv_req_notify_cq`), then passes the event on.
+ *
+ * ```
+ * events$:  --e1----e2--|
+ *             |      |
+ *           arm(cq1) arm(cq2)
+ * result:   --e1----e2--|
+ * ```
+ *
+ * Poll-after-arm safe: the arm happens before the event reaches anything
+ * downstream, so a `drainCq()` after it polls a CQ that is already armed —
+ * a completion landing before the arm is picked up by that poll, one landing
+ * after it raises a new event. Never drain first and arm afterwards: a
+ * completion in between would raise nothing and wait forever.
+ *
+ * If arming throws, the result errors with that error.
+ *
+ * ## Example
+ * ```ts
+ * channel.events$.pipe(rearm(), ackEvents({ every: 16 }), drainCq())
+ *   .subscribe((batch) => handle(batch));
+ * ```
+ *
+ * @param options `solicitedOnly`: arm for solicited/error completions only.
+ * @return An operator that arms each event's CQ before forwarding the event.
+ * @see {@link drainCq}
+ * @see {@link ackEvents}
+ */
+export function rearm<E extends CqEvent>(options: RearmOptions = {}): MonoTypeOperatorFunction<E> {
+  const solicitedOnly = options.solicitedOnly ?? false;
+  return (source) =>
+    new Observable<E>((subscriber) =>
+      source.subscribe({
+        next(event) {
+          try {
+            event.cq.requestNotify(solicitedOnly);
+          } catch (err) {
+            subscriber.error(err);
+            return;
+          }
+          subscriber.next(event);
+        },
+        error: (err: unknown) => subscriber.error(err),
+        complete: () => subscriber.complete(),
+      }),
+    );
+}

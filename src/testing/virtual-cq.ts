@@ -1,0 +1,237 @@
+import { asyncScheduler, Observable, ReplaySubject } from 'rxjs';
+import type { RunHelpers } from 'rxjs/testing';
+import { CqOverrunError } from '../verbs/errors';
+import type { CqLike } from '../verbs/interfaces';
+import { WcBatch, WorkCompletionInit } from '../verbs/wc-batch';
+import { VirtualChannel } from './virtual-channel';
+import { RingQueue } from '../observables/ring-queue';
+
+/** One virtual work completion: `WcBatch.from` fields, plus whether it is solicited. */
+export interface VirtualWc extends Partial<WorkCompletionInit> {
+  /** Fires a solicited-only arm (error completions fire it too). */
+  solicited?: boolean;
+}
+
+/** What a marble value may stand for: one completion, several at once, or a batch. */
+export type VirtualCompletions = VirtualWc | ReadonlyArray<VirtualWc> | WcBatch;
+
+/** Options of {@link virtualCq}. */
+export interface VirtualCqOptions {
+  /** The channel its events go to (default: a new one, `cq.channel`). */
+  channel?: VirtualChannel;
+  /** Depth (default 64): a completion arriving at a full CQ is an overrun. */
+  cqe?: number;
+  /** The user context its events carry. */
+  context?: unknown;
+  /**
+   * A hot marble of arriving completions, e.g. `'--a--(bc)--d'`, with
+   * `values` saying what each letter is; a letter without a value is one
+   * successful completion with the next wr_id (1, 2, ...). Termination
+   * (`|`, `#`) is ignored: completions just stop.
+   */
+  completions?: string;
+  /** The completions each letter of `completions` stands for. */
+  values?: Record<string, VirtualCompletions>;
+}
+
+/**
+ * A completion queue in virtual time, with the native semantics (DESIGN §2):
+ * - `requestNotify()` arms once: the next completion added after it (for
+ *   `solicitedOnly`, the next solicited or error one) raises one event on
+ *   the channel and disarms. Completions already queued raise nothing.
+ * - `poll(max)` takes up to `max` completions as a `WcBatch`.
+ * - `ack(n)` acks events read from the channel; acking more throws.
+ * - A completion arriving at a full CQ is an overrun: it is lost, and
+ *   `poll`/`requestNotify` throw `CqOverrunError` from then on.
+ *
+ * It records what the pipeline did: `arms$`/`acks$` for `expectArms` /
+ * `expectAcks`, and rule violations for `assertInvariants()`.
+ */
+export class VirtualCq implements CqLike {
+  readonly cqe: number;
+  readonly channel: VirtualChannel;
+  readonly context: unknown;
+  private readonly queue = new RingQueue<VirtualWc>();
+  private armed: false | 'any' | 'solicited' = false;
+  private nextWrId = 1;
+  private raised = 0;
+  private read = 0;
+  private acked = 0;
+  private overrun = false;
+  private readonly violations: string[] = [];
+  private readonly armLog = new ReplaySubject<'a' | 's'>();
+  private readonly ackLog = new ReplaySubject<number>();
+
+  /**
+   * Every arm, as `'a'` (any completion) or `'s'` (solicited only), at the
+   * frame it happened — replayed, so arms made while setting up a test show
+   * at frame 0.
+   */
+  readonly arms$: Observable<'a' | 's'> = this.armLog.asObservable();
+  /** Every `ack(n)` call, as `n`, at the frame it happened (replayed). */
+  readonly acks$: Observable<number> = this.ackLog.asObservable();
+
+  /**
+   * @param options see {@link VirtualCqOptions}.
+   * @param helpers `TestScheduler.run` helpers, needed for a `completions` marble.
+   */
+  constructor(options: VirtualCqOptions = {}, helpers?: Pick<RunHelpers, 'hot'>) {
+    const cqe = options.cqe ?? 64;
+    if (!Number.isSafeInteger(cqe) || cqe < 1) throw new RangeError(`cqe must be an integer >= 1, got ${cqe}`);
+    this.cqe = cqe;
+    this.channel = options.channel ?? new VirtualChannel();
+    this.context = options.context;
+    if (options.completions !== undefined) {
+      if (!helpers) throw new TypeError('a completions marble needs the TestScheduler.run helpers');
+      helpers
+        .hot<VirtualCompletions | string>(options.completions, options.values as Record<string, VirtualCompletions>)
+        .subscribe({
+          next: (value) => this.addCompletions(...this.expand(value)),
+          error: () => undefined, // termination in the marble is ignored
+        });
+    }
+  }
+
+  /** Whether the CQ is armed. */
+  get isArmed(): boolean {
+    return this.armed !== false;
+  }
+
+  /** Completions queued, not yet polled. */
+  get depth(): number {
+    return this.queue.length;
+  }
+
+  /** Events this CQ raised on its channel. */
+  get eventsRaised(): number {
+    return this.raised;
+  }
+
+  /** Events read from the channel and not yet acked. */
+  get unacked(): number {
+    return this.read - this.acked;
+  }
+
+  /** Whether an overrun happened. */
+  get isOverrun(): boolean {
+    return this.overrun;
+  }
+
+  requestNotify(solicitedOnly = false): void {
+    if (this.overrun) throw new CqOverrunError('requestNotify on an overrun CQ', { cqe: this.cqe });
+    this.armed = solicitedOnly ? 'solicited' : 'any';
+    this.armLog.next(solicitedOnly ? 's' : 'a');
+  }
+
+  poll(max = this.cqe): WcBatch {
+    if (this.overrun) throw new CqOverrunError('poll on an overrun CQ', { cqe: this.cqe });
+    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`poll: max must be an integer >= 1, got ${max}`);
+    const taken: VirtualWc[] = [];
+    while (taken.length < max && this.queue.length > 0) taken.push(this.queue.shift()!);
+    if (taken.length === 0 && !this.covered()) {
+      this.violations.push(
+        `drained at frame ${asyncScheduler.now()} while not armed and with no event pending: ` +
+          'a completion arriving now would raise no event (arm before the final poll)',
+      );
+    }
+    return WcBatch.from(taken);
+  }
+
+  ack(n: number): void {
+    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`ack: n must be an integer >= 1, got ${n}`);
+    if (this.acked + n > this.read) {
+      throw new Error(`ack(${n}): only ${this.read - this.acked} events read from the channel are unacked`);
+    }
+    this.acked += n;
+    this.ackLog.next(n);
+  }
+
+  /** Adds completions as the device would: each may fire the arm. */
+  addCompletions(...wcs: VirtualWc[]): void {
+    for (const wc of wcs) {
+      if (this.overrun) return;
+      if (this.queue.length >= this.cqe) {
+        this.overrun = true;
+        this.violations.push(`overrun at frame ${asyncScheduler.now()}: a completion arrived at a full CQ (cqe ${this.cqe})`);
+        return;
+      }
+      const complete = { ...wc, wrId: wc.wrId ?? this.nextWrId++ };
+      this.queue.push(complete);
+      const fires = this.armed === 'any' || (this.armed === 'solicited' && (wc.solicited || (wc.status ?? 0) !== 0));
+      if (fires) {
+        this.armed = false;
+        this.raise();
+      }
+    }
+  }
+
+  /** Raises an event with nothing behind it (a spurious / empty event: it must be handled and acked too). */
+  spuriousEvent(): void {
+    this.raise();
+  }
+
+  /**
+   * Throws an Error listing every broken rule: events read but not acked,
+   * drains of an unarmed CQ with no event pending (it then waits forever),
+   * completions stranded with no event to fetch them, overruns. Call it
+   * after `TestScheduler.run()` returns (or after `helpers.flush()`).
+   */
+  assertInvariants(): void {
+    const problems = [...this.violations];
+    if (this.unacked > 0) problems.push(`${this.unacked} event(s) read from the channel were never acked`);
+    if (this.queue.length > 0 && !this.covered()) {
+      problems.push(`${this.queue.length} completion(s) stranded: queued with no event pending to fetch them`);
+    }
+    if (problems.length > 0) throw new Error(`VirtualCq invariants broken:\n- ${problems.join('\n- ')}`);
+  }
+
+  /** @internal The channel tells its CQ when one of its events was read. */
+  noteEventRead(): void {
+    this.read++;
+  }
+
+  /** Whether a completion arriving now would lead to a poll: armed, or an event is still on its way. */
+  private covered(): boolean {
+    return this.armed !== false || this.raised > this.read || this.channel.events$.pending > 0;
+  }
+
+  private raise(): void {
+    this.raised++;
+    this.channel.raise(this);
+  }
+
+  private expand(value: VirtualCompletions | string): VirtualWc[] {
+    if (typeof value === 'string') return [{}]; // a letter without a value
+    if (value instanceof WcBatch) {
+      const out: VirtualWc[] = [];
+      for (let i = 0; i < value.length; i++) {
+        out.push({
+          wrId: value.wrId[i], status: value.status[i], opcode: value.opcode[i], byteLen: value.byteLen[i],
+          imm: value.imm[i], qpNum: value.qpNum[i], srcQp: value.srcQp[i], flags: value.flags[i],
+          vendorErr: value.vendorErr[i],
+        });
+      }
+      return out;
+    }
+    return Array.isArray(value) ? [...(value as VirtualWc[])] : [value as VirtualWc];
+  }
+}
+
+/**
+ * A new {@link VirtualCq}; inside `TestScheduler.run`, pass the helpers to
+ * drive it with a `completions` marble.
+ *
+ * ## Example
+ * ```ts
+ * testScheduler.run((helpers) => {
+ *   const cq = virtualCq(helpers, { completions: '--a--b', values: { a: { wrId: 1 }, b: { wrId: 2 } } });
+ *   cq.requestNotify();
+ *   const out$ = cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq());
+ *   helpers.expectObservable(out$.pipe(map(wrIdsOf))).toBe('--x--y', { x: [1], y: [2] });
+ *   expectArms(helpers, cq, 'a-a--a');
+ * });
+ * ```
+ */
+export function virtualCq(helpers: Pick<RunHelpers, 'hot'> | undefined, options: VirtualCqOptions = {}): VirtualCq {
+  return new VirtualCq(options, helpers);
+}

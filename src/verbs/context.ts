@@ -1,0 +1,254 @@
+import type { NativeAsyncEvent, NativeContext, NativeDeviceAttr, NativePortAttr, NativeWcInit } from '../native/binding';
+import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { CompletionChannel } from './channel';
+import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STATUS_NAMES, WcOpcode, WcStatus } from './constants';
+import { Cq } from './cq';
+import { CqOverrunError, DeviceFatalError } from './errors';
+import { Children } from './lifecycle';
+import { Pd } from './pd';
+import type { Qp } from './qp';
+import { describe, optInt } from './validate';
+
+/** Options of {@link Context.createCq}. */
+export interface CreateCqOptions {
+  /** Minimum depth (the device may round up). */
+  cqe: number;
+  /** The channel its events go to; without one the CQ can only be polled. */
+  channel?: CompletionChannel;
+  /** Carried by every event of this CQ (`event.context`). */
+  context?: unknown;
+  /** Completion vector (interrupt steering on real devices). */
+  compVector?: number;
+}
+
+/** An async event, acked for you. */
+export interface AsyncEvent {
+  type: AsyncEventType | 'UNKNOWN';
+  /** For CQ events. */
+  cq?: Cq;
+  /** For QP events. */
+  qp?: Qp;
+  /** For port events. */
+  port?: number;
+}
+
+/** A completion to inject (soft devices). */
+export interface InjectedWc {
+  wrId?: bigint | number;
+  status?: WcStatus;
+  opcode?: WcOpcode;
+  byteLen?: number;
+  qpNum?: number;
+  imm?: number;
+}
+
+/** Fault injection on soft devices (tests of what users see when things break). */
+export interface Faults {
+  /** The CQ overflows now: `CQ_ERR`, its QPs flush. */
+  overrun(cq: Cq): void;
+  /** Adds a completion with this status (an event if armed). */
+  errorCompletion(cq: Cq, wc: InjectedWc): void;
+  /** Queues an event with no completion behind it. */
+  emptyEvent(cq: Cq): void;
+  /** Makes the channel fd readable with nothing queued. */
+  spuriousWakeup(channel: CompletionChannel): void;
+  /** On the next arm, this completion lands just before the arm takes effect. */
+  completionBeforeArm(cq: Cq, wc: InjectedWc): void;
+  /** Delays every WR by this many microseconds. */
+  delayUs(us: number): void;
+  /** Delivers every later event twice. */
+  duplicateEvents(on: boolean): void;
+  /** `DEVICE_FATAL`: every later verb fails with EIO. */
+  deviceFatal(): void;
+  /** Raises a port event. */
+  portEvent(type: 'PORT_ACTIVE' | 'PORT_ERR'): void;
+}
+
+/**
+ * An open device (`ibv_context`): the factory of PDs, channels and CQs, and
+ * the source of async events. Closing it closes everything made from it, in
+ * the safe order.
+ */
+export class Context {
+  /** @internal */
+  readonly native: NativeContext;
+  /** The device name (`soft0`, `mlx5_0`, `rxe0`, ...). */
+  readonly deviceName: string;
+  /** `'soft'` or `'ibverbs'`. */
+  readonly provider: string;
+  private readonly children = new Children();
+  private asyncSource: HotSource<AsyncEvent> | undefined;
+  private droppedAsync = 0;
+  private fatal: DeviceFatalError | undefined;
+
+  /** @internal */
+  constructor(native: NativeContext) {
+    this.native = native;
+    this.deviceName = native.deviceName;
+    this.provider = native.provider;
+    // Always watched (without keeping the process alive): CQ_ERR and
+    // DEVICE_FATAL must reach the hot sources even if nobody listens here.
+    native.watchAsync((events) => this.onAsync(events));
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** `ibv_query_device`. */
+  queryDevice(): NativeDeviceAttr {
+    return this.native.queryDevice();
+  }
+
+  /** `ibv_query_port`, with the state also by name. */
+  queryPort(port = 1): NativePortAttr & { stateName: string } {
+    const attr = this.native.queryPort(port);
+    return { ...attr, stateName: PORT_STATE_NAMES[attr.state] ?? 'UNKNOWN' };
+  }
+
+  /** `ibv_query_gid`: the GID as `xxxx:xxxx:...` (8 groups). */
+  queryGid(port: number, index: number): string {
+    return this.native.queryGid(port, index);
+  }
+
+  /** Allocates a protection domain (`ibv_alloc_pd`). */
+  allocPd(): Pd {
+    return this.children.add(new Pd(this.native.allocPd(), this));
+  }
+
+  /** Creates a completion channel (`ibv_create_comp_channel`). */
+  createCompChannel(): CompletionChannel {
+    return this.children.add(new CompletionChannel(this.native.createCompChannel(), this));
+  }
+
+  /** Creates a completion queue (`ibv_create_cq`). */
+  createCq(options: CreateCqOptions): Cq {
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`options must be an object like { cqe, channel }, got ${describe(options)}`);
+    }
+    const { cqe, channel, context, compVector } = options;
+    if (channel !== undefined && !(channel instanceof CompletionChannel)) {
+      throw new TypeError('channel must be a CompletionChannel from context.createCompChannel()');
+    }
+    const vec = optInt(compVector, 'compVector', 0, 1024, 0);
+    const native = this.native.createCq(cqe, channel ? channel.native : null, vec);
+    return this.children.add(new Cq(native, this, channel, context));
+  }
+
+  /** The async events stream, with default options. */
+  get asyncEvents$(): HotSource<AsyncEvent> {
+    return this.asyncEvents();
+  }
+
+  /**
+   * The hot stream of async events (`ibv_get_async_event`, acked for you).
+   * Events nobody takes are buffered up to the high-water mark, then the
+   * oldest are dropped (`droppedAsyncEvents` counts them). Errors with
+   * {@link DeviceFatalError} after `DEVICE_FATAL`.
+   */
+  asyncEvents(options?: HotSourceOptions<AsyncEvent>): HotSource<AsyncEvent> {
+    if (!this.asyncSource) {
+      this.asyncSource = new HotSource<AsyncEvent>(
+        { start: () => undefined, stop: () => undefined, pull: () => this.readAsyncOne() },
+        options ?? { overflow: 'dropOldest', onDropped: () => this.droppedAsync++ },
+      );
+      if (this.fatal) this.asyncSource.error(this.fatal);
+    }
+    return this.asyncSource;
+  }
+
+  /** Async events dropped because nobody took them. */
+  get droppedAsyncEvents(): number {
+    return this.droppedAsync;
+  }
+
+  /** Fault injection; soft devices only (others fail with EOPNOTSUPP). */
+  get faults(): Faults {
+    const n = this.native;
+    const wc = (w: InjectedWc): NativeWcInit => ({
+      wrId: w.wrId,
+      status: w.status === undefined ? undefined : statusValue(w.status),
+      opcode: w.opcode === undefined ? undefined : opcodeValue(w.opcode),
+      byteLen: w.byteLen,
+      qpNum: w.qpNum,
+      imm: w.imm,
+    });
+    return {
+      overrun: (cq) => n.inject('overrun', cq.native),
+      errorCompletion: (cq, w) => n.inject('errorCompletion', cq.native, wc(w)),
+      emptyEvent: (cq) => n.inject('emptyEvent', cq.native),
+      spuriousWakeup: (ch) => n.inject('spuriousWakeup', ch.native),
+      completionBeforeArm: (cq, w) => n.inject('completionBeforeArm', cq.native, wc(w)),
+      delayUs: (us) => n.inject('delayUs', us),
+      duplicateEvents: (on) => n.inject('duplicateEvents', on),
+      deviceFatal: () => n.inject('deviceFatal'),
+      portEvent: (type) => n.inject('portEvent', ASYNC_EVENT_NAMES.indexOf(type)),
+    };
+  }
+
+  /**
+   * Closes everything made from this context in the safe order — QPs, CQs,
+   * channels, MRs and PDs — then the device (`ibv_close_device`). Idempotent.
+   */
+  close(): void {
+    if (this.native.closed) return;
+    for (const child of this.childList()) if (child instanceof Pd) child.closeQps();
+    this.children.closeAll((c) => c instanceof Cq);
+    this.children.closeAll((c) => c instanceof CompletionChannel);
+    this.children.closeAll();
+    this.native.close();
+    this.asyncSource?.complete();
+  }
+
+  /** @internal */
+  forget(child: Pd | Cq | CompletionChannel): void {
+    this.children.delete(child);
+  }
+
+  private childList(): unknown[] {
+    return this.children.list();
+  }
+
+  private readAsyncOne(): AsyncEvent | undefined {
+    if (this.native.closed) return undefined;
+    const events = this.native.readAsyncEvents().map((e) => this.dispatch(e));
+    const first = events.shift();
+    for (const e of events) this.asyncEvents().push(e);
+    return first;
+  }
+
+  private onAsync(events: NativeAsyncEvent[]): void {
+    const source = this.asyncEvents();
+    for (const e of events) source.push(this.dispatch(e));
+    if (this.fatal) source.error(this.fatal);
+  }
+
+  /** Applies an async event to the objects it concerns, then describes it. */
+  private dispatch(e: NativeAsyncEvent): AsyncEvent {
+    const type = ASYNC_EVENT_NAMES[e.type] ?? 'UNKNOWN';
+    const cq = e.cq?.owner as Cq | undefined;
+    const qp = e.qp?.owner as Qp | undefined;
+    if (type === 'CQ_ERR' && cq) cq.fail(new CqOverrunError(`CQ overrun on ${this.deviceName} (depth ${cq.cqe})`, { cqe: cq.cqe }));
+    if (type === 'DEVICE_FATAL' && !this.fatal) {
+      this.fatal = new DeviceFatalError(`device ${this.deviceName} reported DEVICE_FATAL`, { device: this.deviceName });
+      for (const child of this.childList()) {
+        if (child instanceof Cq) child.fail(this.fatal);
+        if (child instanceof CompletionChannel) child.fail(this.fatal);
+      }
+    }
+    return { type, cq, qp, port: e.port };
+  }
+}
+
+function statusValue(name: WcStatus): number {
+  const v = WC_STATUS_NAMES.indexOf(name);
+  if (v < 0) throw new RangeError(`unknown work completion status ${describe(name)}`);
+  return v;
+}
+
+function opcodeValue(name: WcOpcode): number {
+  const v = WC_OPCODES[name];
+  if (v === undefined) throw new RangeError(`unknown work completion opcode ${describe(name)}`);
+  return v;
+}

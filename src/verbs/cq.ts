@@ -1,0 +1,173 @@
+import type { NativeCq, NativeCqStats } from '../native/binding';
+import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { CompletionChannel } from './channel';
+import type { Context } from './context';
+import { CqOverrunError } from './errors';
+import type { CqLike } from './interfaces';
+import { WcBatch, WC_BYTES } from './wc-batch';
+
+/** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
+export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
+  /** Ack events in batches of this many (default 64); always flushed before destroy. */
+  ackEvery?: number;
+  /** Max completions per `tryTake()` poll (default 256). */
+  pollMax?: number;
+}
+
+const FAST_OFF = 0;
+const FAST_ACTIVE = 1;
+const FAST_PAUSED = 2;
+
+/**
+ * A completion queue (`ibv_cq`). Consume it either explicitly (the channel's
+ * `events$` with the operators: ack, arm, poll), or through
+ * {@link Cq.completions$}, where the native watcher runs the correct loop —
+ * event, batched ack, re-arm, poll until empty — and hands over ready
+ * {@link WcBatch}es.
+ */
+export class Cq implements CqLike {
+  /** @internal */
+  readonly native: NativeCq;
+  /** The context it was created on. */
+  readonly context: Context;
+  /** Its completion channel, if any. */
+  readonly channel: CompletionChannel | undefined;
+  /** The user context given at creation (carried by every event). */
+  readonly userContext: unknown;
+  private source: HotSource<WcBatch> | undefined;
+  private pollMax = 256;
+  private failure: Error | undefined;
+
+  /** @internal */
+  constructor(native: NativeCq, context: Context, channel: CompletionChannel | undefined, userContext: unknown) {
+    this.native = native;
+    this.context = context;
+    this.channel = channel;
+    this.userContext = userContext;
+    native.owner = this;
+  }
+
+  /** The CQ's depth: how many completions it holds before it overruns. */
+  get cqe(): number {
+    return this.native.cqe;
+  }
+
+  /** Events read from the channel for this CQ and not yet acked. */
+  get unacked(): number {
+    return this.native.unacked;
+  }
+
+  /** Counters: events, acks, arms, polls, completions. */
+  get stats(): NativeCqStats {
+    return this.native.stats;
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /**
+   * Arms the CQ once (`ibv_req_notify_cq`). Completions already queued raise
+   * nothing: poll after arming.
+   */
+  requestNotify(solicitedOnly = false): void {
+    this.native.requestNotify(solicitedOnly);
+  }
+
+  /** Takes up to `max` completions (default 64) without blocking (`ibv_poll_cq`). */
+  poll(max = 64): WcBatch {
+    const buf = this.native.poll(max);
+    return new WcBatch(buf, buf.byteLength / WC_BYTES);
+  }
+
+  /** Acknowledges `n` events read from the channel for this CQ (`ibv_ack_cq_events`). */
+  ack(n: number): void {
+    this.native.ack(n);
+  }
+
+  /**
+   * The hot source of this CQ's completions, with default options.
+   * @see {@link Cq.completions}
+   */
+  get completions$(): HotSource<WcBatch> {
+    return this.completions();
+  }
+
+  /**
+   * The hot source of this CQ's completions as {@link WcBatch}es, the loop
+   * wired for you natively (event -> batched ack -> re-arm -> poll to
+   * empty). It reads nothing while nothing subscribes; `tryTake()` polls the
+   * CQ directly. Options apply on first use only.
+   * @throws TypeError when the CQ has no completion channel.
+   */
+  completions(options?: CompletionsOptions): HotSource<WcBatch> {
+    if (this.source) return this.source;
+    const channel = this.channel;
+    if (!channel) throw new TypeError('completions$ needs a CQ created with a completion channel');
+    const { ackEvery = 64, pollMax = 256, ...buffer } = options ?? {};
+    this.pollMax = pollMax;
+    let retained = false;
+    const source: HotSource<WcBatch> = new HotSource<WcBatch>(
+      {
+        start: () => {
+          if (this.native.closed) return;
+          channel.retain();
+          retained = true;
+          const first = this.native.setFastPath(FAST_ACTIVE, ackEvery);
+          if (first) source.push(new WcBatch(first, first.byteLength / WC_BYTES));
+        },
+        stop: () => {
+          if (retained) {
+            retained = false;
+            channel.release();
+          }
+          if (!this.native.closed) this.native.setFastPath(FAST_PAUSED);
+        },
+        pull: () => {
+          if (this.native.closed) return undefined;
+          const batch = this.poll(this.pollMax);
+          return batch.length > 0 ? batch : undefined;
+        },
+      },
+      buffer,
+    );
+    this.source = source;
+    if (this.failure) source.error(this.failure);
+    return source;
+  }
+
+  /** @internal The watcher's fast-path delivery. */
+  deliver(payload: ArrayBuffer | Error): void {
+    if (!this.source) return;
+    if (payload instanceof Error) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
+    else this.source.push(new WcBatch(payload, payload.byteLength / WC_BYTES));
+  }
+
+  /** @internal An async event said this CQ is broken or the device died. */
+  fail(error: Error): void {
+    this.failure ??= error;
+    this.source?.error(error);
+  }
+
+  /**
+   * Destroys the CQ (`ibv_destroy_cq`), flushing the acks the fast path
+   * batched. Fails with `EBUSY` while QPs use it or events read explicitly
+   * are not acked (libibverbs would block forever). Completes `completions$`.
+   * Idempotent.
+   */
+  close(): void {
+    if (this.native.closed) return;
+    this.native.close();
+    this.source?.complete();
+    this.context.forget(this);
+  }
+
+  private safeCqe(): number | undefined {
+    try {
+      return this.native.cqe;
+    } catch {
+      return undefined;
+    }
+  }
+}

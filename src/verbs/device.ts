@@ -1,0 +1,64 @@
+import { binding, NativeDeviceInfo } from '../native/binding';
+import { Context } from './context';
+
+/** A device as listed by {@link listDevices}. */
+export type DeviceInfo = NativeDeviceInfo;
+
+/** Options of {@link createSoftDevice}. */
+export interface SoftDeviceOptions {
+  /** Unique name, e.g. `'soft1'`. */
+  name: string;
+  /** Ports (default 1). */
+  ports?: number;
+  /** Largest CQ depth (default 65536). */
+  maxCqe?: number;
+  /** Largest queue depth of a QP (default 16384). */
+  maxQpWr?: number;
+  /** Most scatter/gather entries per WR (default 16). */
+  maxSge?: number;
+  /** Most inline bytes per send (default 256). */
+  maxInline?: number;
+}
+
+/**
+ * Lists RDMA devices: real ones through rdma-core (none where it is absent),
+ * then the embedded soft devices (`soft0` always).
+ */
+export function listDevices(): DeviceInfo[] {
+  return binding().listDevices();
+}
+
+/**
+ * Opens a device (`ibv_open_device`). Without a name: the env variable
+ * `RX_VERBS_DEVICE`, else the first real device, else `soft0`.
+ * @throws Error with code `ENODEV` when no such device exists.
+ */
+export function openDevice(name?: string): Context {
+  if (name !== undefined && typeof name !== 'string') {
+    throw new TypeError(`device name must be a string, got ${typeof name}`);
+  }
+  const chosen = name ?? defaultDeviceName();
+  return new Context(binding().openDevice(chosen));
+}
+
+/** The device {@link openDevice} picks without a name. */
+export function defaultDeviceName(): string {
+  const fromEnv = process.env.RX_VERBS_DEVICE;
+  if (fromEnv) return fromEnv;
+  const real = listDevices().find((d) => d.provider !== 'soft');
+  return real ? real.name : 'soft0';
+}
+
+/**
+ * Creates another embedded soft device in this process (they can connect to
+ * each other and to `soft0`, within one process).
+ * @throws Error with code `EEXIST` when the name is taken.
+ */
+export function createSoftDevice(options: SoftDeviceOptions): void {
+  binding().createSoftDevice(options);
+}
+
+/** Whether this build includes the rdma-core (ibverbs) provider. */
+export function hasIbverbs(): boolean {
+  return binding().hasIbverbs();
+}

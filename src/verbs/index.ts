@@ -1,0 +1,18 @@
+export { listDevices, openDevice, createSoftDevice, defaultDeviceName, hasIbverbs } from './device';
+export type { DeviceInfo, SoftDeviceOptions } from './device';
+export { Context } from './context';
+export type { CreateCqOptions, AsyncEvent, Faults, InjectedWc } from './context';
+export { Pd } from './pd';
+export type { CreateQpOptions } from './pd';
+export { Mr } from './mr';
+export { Qp } from './qp';
+export type { Endpoint, ConnectOptions, QpCapOptions } from './qp';
+export { Cq } from './cq';
+export type { CompletionsOptions } from './cq';
+export { CompletionChannel } from './channel';
+export { WcBatch, WC_BYTES } from './wc-batch';
+export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
+export type { SendWr, RecvWr, Sge, RawSge, SgEntry } from './work-request';
+export type { CqLike, CqEvent, Takeable } from './interfaces';
+export * from './constants';
+export * from './errors';

@@ -1,0 +1,216 @@
+import type { NativeQp, NativeQpCap } from '../native/binding';
+import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from './constants';
+import type { Cq } from './cq';
+import type { Pd } from './pd';
+import { accessBits } from './pd';
+import { optInt, checkInt, checkObject } from './validate';
+import { RecvWr, SendWr, WrEncoder } from './work-request';
+
+/** QP capacities asked for at creation. */
+export type QpCapOptions = Partial<NativeQpCap>;
+
+/** What a peer needs to connect to a QP (exchanged out of band). */
+export interface Endpoint {
+  qpNum: number;
+  /** Port LID (InfiniBand); 0 on RoCE. */
+  lid: number;
+  /** Port GID (RoCE, or routed IB), or undefined. */
+  gid?: string;
+  /** Initial packet sequence number. */
+  psn: number;
+  /** Local port the QP uses. */
+  port: number;
+}
+
+/** Options of {@link Qp.connect}. */
+export interface ConnectOptions {
+  /** Local port (default 1). */
+  port?: number;
+  /** Local GID index; set it on RoCE (default: none, LID routing). */
+  gidIndex?: number;
+  /** Path MTU in bytes: 256, 512, 1024 (default), 2048, 4096. */
+  mtu?: number;
+  /** Remote access this QP grants (default LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ). */
+  access?: readonly AccessFlag[];
+  /** RNR retries before failing a send; 7 means forever (default 7). */
+  rnrRetry?: number;
+  /** Transport retries (default 7). */
+  retryCnt?: number;
+  /** Local ACK timeout exponent (default 14). */
+  timeout?: number;
+  /** Minimum RNR NAK timer code (default 12). */
+  minRnrTimer?: number;
+  /** Service level (default 0). */
+  sl?: number;
+}
+
+const M = {
+  STATE: 1 << 0,
+  ACCESS_FLAGS: 1 << 3,
+  PKEY_INDEX: 1 << 4,
+  PORT: 1 << 5,
+  AV: 1 << 7,
+  PATH_MTU: 1 << 8,
+  TIMEOUT: 1 << 9,
+  RETRY_CNT: 1 << 10,
+  RNR_RETRY: 1 << 11,
+  RQ_PSN: 1 << 12,
+  MAX_QP_RD_ATOMIC: 1 << 13,
+  MIN_RNR_TIMER: 1 << 15,
+  SQ_PSN: 1 << 16,
+  MAX_DEST_RD_ATOMIC: 1 << 17,
+  DEST_QPN: 1 << 20,
+};
+
+const encoder = new WrEncoder();
+
+/**
+ * A reliable-connected queue pair (`ibv_qp`, RC). Connect it with
+ * {@link Qp.connect} (INIT -> RTR -> RTS) using the peer's
+ * {@link Qp.endpoint}, then post work requests; their completions arrive on
+ * the send and receive CQs.
+ */
+export class Qp {
+  /** @internal */
+  readonly native: NativeQp;
+  /** The PD it belongs to. */
+  readonly pd: Pd;
+  /** CQ for send completions. */
+  readonly sendCq: Cq;
+  /** CQ for receive completions. */
+  readonly recvCq: Cq;
+  /** The QP number. */
+  readonly qpNum: number;
+  /** The PSN this side starts sending with (random, as rc_pingpong does). */
+  readonly psn: number = Math.floor(Math.random() * 0xffffff);
+
+  /** @internal */
+  constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq) {
+    this.native = native;
+    this.pd = pd;
+    this.sendCq = sendCq;
+    this.recvCq = recvCq;
+    this.qpNum = native.qpNum;
+    native.owner = this;
+  }
+
+  /** The current state (`'RESET'`, `'INIT'`, `'RTR'`, `'RTS'`, `'ERR'`, ...). */
+  get state(): QpState {
+    return QP_STATE_NAMES[this.native.state];
+  }
+
+  /** The capacities the device granted. */
+  get cap(): NativeQpCap {
+    return this.native.cap;
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** This QP's side of the connection exchange. */
+  endpoint(options?: { port?: number; gidIndex?: number }): Endpoint {
+    const port = optInt(options?.port, 'port', 1, 255, 1);
+    const ctx = this.pd.context;
+    const attr = ctx.queryPort(port);
+    const gid = options?.gidIndex === undefined ? undefined : ctx.queryGid(port, options.gidIndex);
+    return { qpNum: this.qpNum, lid: attr.lid, gid, psn: this.psn, port };
+  }
+
+  /** RESET -> INIT. */
+  toInit(options?: { port?: number; access?: readonly AccessFlag[] }): void {
+    this.native.modify(
+      {
+        qpState: 1,
+        pkeyIndex: 0,
+        portNum: optInt(options?.port, 'port', 1, 255, 1),
+        accessFlags: accessBits(options?.access ?? ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ']),
+      },
+      M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS,
+    );
+  }
+
+  /** INIT -> RTR, towards `remote`. */
+  toRtr(remote: Endpoint, options?: ConnectOptions): void {
+    checkObject(remote, 'remote endpoint');
+    const port = optInt(options?.port, 'port', 1, 255, 1);
+    const mtu = optInt(options?.mtu, 'mtu', 256, 4096, 1024);
+    const mtuCode = MTU_BYTES.indexOf(mtu as (typeof MTU_BYTES)[number]);
+    if (mtuCode < 1) throw new RangeError(`mtu must be 256, 512, 1024, 2048 or 4096, got ${mtu}`);
+    const ah: NonNullable<Parameters<NativeQp['modify']>[0]['ah']> = {
+      dlid: checkInt(remote.lid, 'remote.lid', 0, 0xffff),
+      sl: optInt(options?.sl, 'sl', 0, 15, 0),
+      portNum: port,
+    };
+    if (remote.gid !== undefined && options?.gidIndex !== undefined) {
+      ah.dgid = remote.gid;
+      ah.sgidIndex = checkInt(options.gidIndex, 'gidIndex', 0, 255);
+      ah.hopLimit = 1;
+    }
+    this.native.modify(
+      {
+        qpState: 2,
+        pathMtu: mtuCode,
+        destQpNum: checkInt(remote.qpNum, 'remote.qpNum', 0, 0xffffff),
+        rqPsn: checkInt(remote.psn, 'remote.psn', 0, 0xffffff),
+        maxDestRdAtomic: 1,
+        minRnrTimer: optInt(options?.minRnrTimer, 'minRnrTimer', 0, 31, 12),
+        ah,
+      },
+      M.STATE | M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER,
+    );
+  }
+
+  /** RTR -> RTS. */
+  toRts(options?: ConnectOptions): void {
+    this.native.modify(
+      {
+        qpState: 3,
+        timeout: optInt(options?.timeout, 'timeout', 0, 31, 14),
+        retryCnt: optInt(options?.retryCnt, 'retryCnt', 0, 7, 7),
+        rnrRetry: optInt(options?.rnrRetry, 'rnrRetry', 0, 7, 7),
+        sqPsn: this.psn,
+        maxRdAtomic: 1,
+      },
+      M.STATE | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.SQ_PSN | M.MAX_QP_RD_ATOMIC,
+    );
+  }
+
+  /** INIT -> RTR -> RTS towards `remote` (from RESET). */
+  connect(remote: Endpoint, options?: ConnectOptions): void {
+    if (this.state === 'RESET') this.toInit({ port: options?.port, access: options?.access });
+    this.toRtr(remote, options);
+    this.toRts(options);
+  }
+
+  /** Moves the QP to the error state: outstanding WRs flush with `WR_FLUSH_ERR`. */
+  toError(): void {
+    this.native.modify({ qpState: 6 }, M.STATE);
+  }
+
+  /**
+   * Posts one or more send work requests (`ibv_post_send`). All are checked
+   * before any is posted; past the send queue's capacity it fails with
+   * `ENOMEM` and `err.badWr` says which WR was not posted.
+   */
+  postSend(wr: SendWr | readonly SendWr[]): void {
+    const list = Array.isArray(wr) ? wr : [wr as SendWr];
+    if (list.length === 0) return;
+    this.native.postSend(encoder.encodeSend(list), list.length);
+  }
+
+  /** Posts one or more receive work requests (`ibv_post_recv`). */
+  postRecv(wr: RecvWr | readonly RecvWr[]): void {
+    const list = Array.isArray(wr) ? wr : [wr as RecvWr];
+    if (list.length === 0) return;
+    this.native.postRecv(encoder.encodeRecv(list), list.length);
+  }
+
+  /** Destroys the QP (`ibv_destroy_qp`). Idempotent. */
+  close(): void {
+    if (this.native.closed) return;
+    this.native.close();
+    this.pd.forget(this);
+  }
+}

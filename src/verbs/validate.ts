@@ -1,0 +1,52 @@
+/** Argument checks shared by the verbs classes: each throws a TypeError or RangeError saying what was expected. */
+
+/** An integer in [min, max]. */
+export function checkInt(value: unknown, what: string, min: number, max: number): number {
+  if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${describe(value)}`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${value}`);
+  }
+  return value;
+}
+
+/** An optional integer in [min, max], `fallback` when undefined. */
+export function optInt(value: unknown, what: string, min: number, max: number, fallback: number): number {
+  return value === undefined ? fallback : checkInt(value, what, min, max);
+}
+
+/** A u64 as bigint from a bigint or a non-negative safe integer. */
+export function checkU64(value: unknown, what: string): bigint {
+  if (typeof value === 'bigint') {
+    if (value < 0n || value > 0xffffffffffffffffn) throw new RangeError(`${what} must fit in 64 bits unsigned, got ${value}`);
+    return value;
+  }
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new RangeError(`${what} must be a non-negative safe integer or a bigint, got ${value}`);
+    }
+    return BigInt(value);
+  }
+  throw new TypeError(`${what} must be a bigint or a number, got ${describe(value)}`);
+}
+
+/** An optional boolean. */
+export function optBool(value: unknown, what: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new TypeError(`${what} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** A plain object (or undefined when optional). */
+export function checkObject(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`${what} must be an object, got ${describe(value)}`);
+  return value as Record<string, unknown>;
+}
+
+/** Words a value for an error message. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  return typeof value === 'object' ? 'an object' : typeof value;
+}
