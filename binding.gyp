@@ -7,7 +7,7 @@
     {
       "target_name": "rx_verbs",
       "sources": [
-        "<!@(ls -1 src/native/*.cc src/native/util/*.cc src/native/provider/*.cc src/native/provider/soft/*.cc src/native/provider/ibverbs/*.cc 2>/dev/null)"
+        "<!@(sh ./scripts/native-sources.sh)"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

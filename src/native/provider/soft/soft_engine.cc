@@ -173,7 +173,7 @@ bool execute_head(QpCore* s) {
   }
   // The device writes the local buffer of a READ; it only reads the others.
   if (!inl && !check_local(s->ctx->dev.get(), s->pd.get(), lsg, lns,
-                           op == wr_opcode::RDMA_READ ? access_flag::LOCAL_WRITE : 0, UINT64_MAX)) {
+                           op == wr_opcode::RDMA_READ ? uint32_t(access_flag::LOCAL_WRITE) : 0u, UINT64_MAX)) {
     finish(s, w.seq, wc_status::LOC_PROT_ERR, 0);
     return true;
   }

@@ -158,7 +158,7 @@ Provider& soft_provider() {
 
 void create_soft_device(const SoftDeviceOptions& opts) {
   soft::validate_options(opts);
-  Guard g(soft::fabric_mutex());
+  soft::Guard g(soft::fabric_mutex());
   soft::ensure_default_device();
   if (soft::find_device(opts.name))
     soft::fail(EEXIST, "create_soft_device", "a soft device named '" + opts.name + "' already exists");
