@@ -1,5 +1,9 @@
 #include "addon.h"
 
+#include <dlfcn.h>
+
+#include <mutex>
+
 #include "channel.h"
 #include "context.h"
 #include "cq.h"
@@ -12,7 +16,22 @@
 
 namespace rxv {
 
+// Node unloads an addon with the last environment that loaded it (a worker
+// may be the only one). libuv close callbacks that still point into this
+// library, and the soft devices' threads, would then run unmapped code: pin
+// the library for the life of the process.
+static void PinLibrary() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&PinLibrary), &self) && self.dli_fname) {
+      dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE);
+    }
+  });
+}
+
 Addon::Addon(Napi::Env env, Napi::Object exports) {
+  PinLibrary();
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
     throw Napi::Error::New(env, "rx-verbs: no event loop for this environment");
   }

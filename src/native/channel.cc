@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cq.h"
+#include "util/deliver.h"
 
 namespace rxv {
 
@@ -127,24 +128,26 @@ CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   }
 }
 
-Napi::Value ChannelWrap::ServiceFast(Napi::Env env) {
-  if (fast_.empty()) return env.Null();
-  Napi::Array out = Napi::Array::New(env);
-  uint32_t k = 0;
-  // Copy: servicing may run no JS, but keep the member reusable regardless.
+napi_value ChannelWrap::ServiceFast(napi_env env) {
+  if (fast_.empty()) return nullptr;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
+  napi_value out = nullptr;
+  uint32_t k = 0;
+  bool ok = napi_create_array(env, &out) == napi_ok;
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
-    if (w->closed()) continue;
-    Napi::Value r = w->Service(env);
-    if (r.IsUndefined()) continue;
-    out.Set(k++, w->Value());
-    out.Set(k++, r);
+    if (!ok || w->closed()) continue;
+    napi_value r = w->Service(env);
+    if (!r) continue;
+    napi_value cq;
+    ok = napi_get_reference_value(env, static_cast<napi_ref>(*w), &cq) == napi_ok &&
+         napi_set_element(env, out, k++, cq) == napi_ok &&
+         napi_set_element(env, out, k++, r) == napi_ok;
   }
   todo.clear();
   fast_.swap(todo);  // keep the capacity
-  return k ? Napi::Value(out) : env.Null();
+  return ok && k ? out : nullptr;
 }
 
 // tryGetEvent(): the non-blocking ibv_get_cq_event. Returns the CQ of the
@@ -166,9 +169,9 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
       }
     }
   });
-  Napi::Value fast = ServiceFast(env);
-  if (!fast.IsNull() && !callback_.IsEmpty()) {
-    callback_.Call(Value(), {env.Null(), fast});
+  napi_value fast = ServiceFast(env);
+  if (fast && !callback_.IsEmpty()) {
+    callback_.Call(Value(), {env.Null(), Napi::Value(env, fast)});
   }
   return found ? Napi::Value(found->Value()) : env.Null();
 }
@@ -235,8 +238,10 @@ Napi::Value ChannelWrap::HasRef(const Napi::CallbackInfo& info) {
 
 void ChannelWrap::OnReadable() {
   if (closed() || addon_->tearing_down || callback_.IsEmpty()) return;
-  Napi::Env env = callback_.Env();
-  Napi::HandleScope scope(env);
+  napi_env env = Env();
+  // Nothing is read while JS cannot take it (a worker being terminated):
+  // the events stay pending and the teardown releases them.
+  if (!CanRunJs(env)) return;
   wakeups_++;
   bool any = false;
   explicit_.clear();
@@ -259,19 +264,29 @@ void ChannelWrap::OnReadable() {
     spurious_++;
     return;
   }
-  Napi::Value events = env.Null();
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value argv[2];
+  napi_get_null(env, &argv[0]);
+  napi_get_null(env, &argv[1]);
+  bool ok = true;
   if (!explicit_.empty()) {
-    Napi::Array arr = Napi::Array::New(env, explicit_.size());
-    for (uint32_t i = 0; i < explicit_.size(); i++) arr.Set(i, explicit_[i]->Value());
-    events = arr;
+    ok = napi_create_array_with_length(env, explicit_.size(), &argv[0]) == napi_ok;
+    for (uint32_t i = 0; ok && i < explicit_.size(); i++) {
+      napi_value cq;
+      ok = napi_get_reference_value(env, static_cast<napi_ref>(*explicit_[i]), &cq) == napi_ok &&
+           napi_set_element(env, argv[0], i, cq) == napi_ok;
+    }
   }
-  Napi::Value fast = ServiceFast(env);
-  if (events.IsNull() && fast.IsNull()) return;
-  try {
-    callback_.MakeCallback(Value(), {events, fast}, *async_ctx_);
-  } catch (const Napi::Error& e) {
-    napi_fatal_exception(env, e.Value());
+  napi_value fast = ok ? ServiceFast(env) : nullptr;
+  if (fast) argv[1] = fast;
+  napi_value fn, self;
+  if (ok && (fast || !explicit_.empty()) &&
+      napi_get_reference_value(env, static_cast<napi_ref>(callback_), &fn) == napi_ok &&
+      napi_get_reference_value(env, static_cast<napi_ref>(*this), &self) == napi_ok) {
+    DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), self, fn, 2, argv);
   }
+  napi_close_handle_scope(env, scope);
 }
 
 }  // namespace rxv

@@ -61,8 +61,9 @@ class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
   // Reads one event; fast-path events are counted and queued for service.
   // Returns the CQ of an explicit event, or nullptr when none is left.
   CqWrap* ReadOne(bool* got_any);
-  // Services queued fast-path CQs into [cq, ArrayBuffer|Error, ...].
-  Napi::Value ServiceFast(Napi::Env env);
+  // Services queued fast-path CQs into [cq, ArrayBuffer|Error, ...], or
+  // nullptr when none had anything. Raw Node-API (see util/deliver.h).
+  napi_value ServiceFast(napi_env env);
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;

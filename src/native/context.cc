@@ -7,6 +7,7 @@
 #include "cq.h"
 #include "pd.h"
 #include "qp.h"
+#include "util/deliver.h"
 #include "util/js_values.h"
 
 namespace rxv {
@@ -235,6 +236,7 @@ Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
 void ContextWrap::OnAsyncReadable() {
   if (closed() || addon_->tearing_down || async_cb_.IsEmpty()) return;
   Napi::Env env = async_cb_.Env();
+  if (!CanRunJs(env)) return;
   Napi::HandleScope scope(env);
   Napi::Array events;
   try {
@@ -245,12 +247,9 @@ void ContextWrap::OnAsyncReadable() {
     return;
   }
   if (events.Length() == 0) return;  // spurious readiness
-  try {
-    async_cb_.MakeCallback(Value(), {events}, *async_ctx_);
-  } catch (const Napi::Error& e) {
-    // An exception thrown by the JS handler: report like any uncaught one.
-    napi_fatal_exception(env, e.Value());
-  }
+  napi_value argv[1] = {events};
+  DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), Value(),
+              async_cb_.Value(), 1, argv);
 }
 
 static Wc ParseWc(Napi::Env env, Napi::Value v) {

@@ -6,9 +6,11 @@
 
 namespace rxv {
 
-Napi::ArrayBuffer WcsToArrayBuffer(Napi::Env env, const Wc* wcs, size_t n) {
-  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, n * kWcBytes);
-  auto* base = static_cast<uint8_t*>(ab.Data());
+napi_value WcsToArrayBuffer(napi_env env, const Wc* wcs, size_t n) {
+  napi_value ab = nullptr;
+  void* data = nullptr;
+  if (napi_create_arraybuffer(env, n * kWcBytes, &data, &ab) != napi_ok) return nullptr;
+  auto* base = static_cast<uint8_t*>(data);
   auto* ids = reinterpret_cast<uint64_t*>(base);
   auto* cols = reinterpret_cast<uint32_t*>(base + n * 8);
   for (size_t i = 0; i < n; i++) {
@@ -158,7 +160,9 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
   polls_++;
   wcs_ += static_cast<uint64_t>(n);
-  return WcsToArrayBuffer(env, scratch_.data(), static_cast<size_t>(n));
+  napi_value ab = WcsToArrayBuffer(env, scratch_.data(), static_cast<size_t>(n));
+  if (!ab) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  return Napi::Value(env, ab);
 }
 
 // ack(n): acknowledges n events read from the channel for this CQ.
@@ -190,21 +194,35 @@ size_t CqWrap::PollToEmpty() {
   return n;
 }
 
-Napi::Value CqWrap::Service(Napi::Env env) {
-  if (closed() || mode_ != Mode::kActive) return env.Undefined();
+static napi_value RawVerbsError(napi_env env, const VerbsError& e) {
+  napi_value code, msg, err, verb;
+  std::string text = std::string(e.what()) + " (" + ErrnoName(e.err()) + ")";
+  if (napi_create_string_utf8(env, ErrnoName(e.err()), NAPI_AUTO_LENGTH, &code) != napi_ok ||
+      napi_create_string_utf8(env, text.c_str(), NAPI_AUTO_LENGTH, &msg) != napi_ok ||
+      napi_create_error(env, code, msg, &err) != napi_ok ||
+      napi_create_string_utf8(env, e.verb().c_str(), NAPI_AUTO_LENGTH, &verb) != napi_ok ||
+      napi_set_named_property(env, err, "syscall", verb) != napi_ok) {
+    return nullptr;
+  }
+  return err;
+}
+
+napi_value CqWrap::Service(napi_env env) {
+  if (closed() || mode_ != Mode::kActive) return nullptr;
+  size_t n = 0;
   try {
     // Arm first, then poll: a completion that landed before the arm is found
     // by the poll; one after it raises a new event.
     cq_->req_notify(false);
     arms_++;
-    size_t n = PollToEmpty();
-    if (n == 0) return env.Undefined();
-    return WcsToArrayBuffer(env, scratch_.data(), n);
+    n = PollToEmpty();
   } catch (const VerbsError& e) {
     broken_ = true;
     mode_ = Mode::kPaused;
-    return FromVerbsError(env, e).Value();
+    return RawVerbsError(env, e);
   }
+  if (n == 0) return nullptr;
+  return WcsToArrayBuffer(env, scratch_.data(), n);
 }
 
 // setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
@@ -226,9 +244,11 @@ Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
   bool activate = next == Mode::kActive && mode_ != Mode::kActive;
   mode_ = next;
   if (!activate) return env.Undefined();
-  Napi::Value out = Service(env);
-  if (out.IsObject() && !out.IsArrayBuffer()) throw Napi::Error(env, out);
-  return out;
+  napi_value out = Service(env);
+  if (!out) return env.Undefined();
+  Napi::Value v(env, out);
+  if (!v.IsArrayBuffer()) throw Napi::Error(env, v);
+  return v;
 }
 
 }  // namespace rxv

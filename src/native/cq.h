@@ -20,7 +20,8 @@ class ChannelWrap;
 // form: wr_id u64[n], then status, opcode, byte_len, imm, qp_num, src_qp,
 // wc_flags, vendor_err as u32[n] each (40 bytes per completion).
 constexpr size_t kWcBytes = 40;
-Napi::ArrayBuffer WcsToArrayBuffer(Napi::Env env, const Wc* wcs, size_t n);
+// nullptr when the buffer cannot be made (environment going away).
+napi_value WcsToArrayBuffer(napi_env env, const Wc* wcs, size_t n);
 
 class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
  public:
@@ -49,8 +50,9 @@ class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
   // Acks the events counted so far once `ack_every_` have gathered.
   void AckBatched();
   // Fast path, once per wakeup: re-arm, then poll until empty. Returns an
-  // ArrayBuffer, an Error (CQ in error), or undefined (nothing new / paused).
-  Napi::Value Service(Napi::Env env);
+  // ArrayBuffer, an Error (CQ in error), or nullptr (nothing new, paused, or
+  // JS unavailable). Raw Node-API: safe while a worker terminates.
+  napi_value Service(napi_env env);
   bool queued_for_service = false;
 
  private:

@@ -7,9 +7,10 @@ import { spinTake } from './spin-take';
 
 /**
  * What a hot source needs of the native side behind it. The source calls
- * `start()`/`stop()` only on transitions (never twice in a row), and may call
- * `stop()` from inside `start()` when what `start()` pushed synchronously
- * filled the buffer.
+ * `start()`/`stop()` only on transitions (never twice in a row). Both can be
+ * re-entrant: `stop()` from inside `start()` or `push()` when what was pushed
+ * synchronously filled the buffer (pause) or a subscriber left from its
+ * callback, `start()` from inside a subscriber's or taker's code.
  */
 export interface HotSourceDriver<T> {
   /** Begin reading (watch the fd, arm): there is demand. Items arrive via `push()`. */
@@ -106,7 +107,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   /** Whether there is at least one push subscriber. */
   get observed(): boolean {
-    return this.subscribers.length > 0;
+    return this.openSubscribers() > 0;
   }
 
   /** `'complete'` or `'error'` once terminated, else `undefined`. */
@@ -119,7 +120,8 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
   /** Driver: one item read natively. Ignored after a terminal state. */
   push(item: T): void {
     if (this.terminal) return;
-    if (this.subscribers.length > 0) {
+    const hadSubscribers = this.subscribers.length > 0;
+    if (this.openSubscribers() > 0) {
       if (!this.flushing && this.buffer.length === 0) {
         // Fast path: deliver straight to every subscriber.
         this.flushing = true;
@@ -136,6 +138,8 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
       if (!this.flushing) this.flush();
       return;
     }
+    // The last subscriber closed before its teardown ran: demand may be gone.
+    if (hadSubscribers) this.reconcile();
     const waiter = this.firstWaiter();
     if (waiter) {
       // The buffer is empty whenever a consumer is parked: hand over directly.
@@ -293,7 +297,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     if (this.flushing) return;
     this.flushing = true;
     try {
-      while (this.subscribers.length > 0 && this.buffer.length > 0) {
+      while (this.buffer.length > 0 && this.openSubscribers() > 0) {
         this.deliver(this.buffer.shift() as T);
       }
     } finally {
@@ -308,7 +312,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
    * deliver a terminal notification once it is due.
    */
   private settle(): void {
-    if (this.subscribers.length === 0) {
+    if (this.openSubscribers() === 0) {
       for (let w = this.firstWaiter(); w && this.buffer.length > 0; w = this.firstWaiter()) {
         this.waiters.delete(w);
         w.resolve({ value: this.buffer.shift() as T, done: false });
@@ -375,7 +379,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   /** Starts or stops the driver so that it runs exactly while it should. */
   private reconcile(): void {
-    const want = !this.terminal && !this.paused && (this.subscribers.length > 0 || this.holds > 0);
+    const want = !this.terminal && !this.paused && (this.openSubscribers() > 0 || this.holds > 0);
     if (want === this.running) return;
     this.running = want;
     try {
@@ -386,6 +390,22 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
       this.running = false;
       this.error(err);
     }
+  }
+
+  /**
+   * The number of subscribers still open. A subscriber can close before its
+   * teardown is registered — e.g. `take(1)` during its own synchronous
+   * replay inside `subscribe()` — and must not swallow items meanwhile.
+   */
+  private openSubscribers(): number {
+    const subs = this.subscribers;
+    for (let i = 0; i < subs.length; i++) {
+      if (subs[i].closed) {
+        this.subscribers = subs.filter((s) => !s.closed);
+        break;
+      }
+    }
+    return this.subscribers.length;
   }
 
   private firstWaiter(): Waiter<T> | undefined {

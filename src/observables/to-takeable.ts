@@ -68,6 +68,8 @@ function createTakeable<T>(source: Observable<T>, options: ToTakeableOptions<T> 
 class ObservableTakeable<T> extends HotSource<T> implements TakeableObservable<T> {
   private readonly upstream$: Observable<T>;
   private upstream: Subscription | undefined;
+  /** The subscriber forwarding the source while subscribe() is still running. */
+  private gate: Subscription | undefined;
   private stopRequested = false;
   private ended = false;
   private readonly demand: Subscription;
@@ -101,7 +103,15 @@ class ObservableTakeable<T> extends HotSource<T> implements TakeableObservable<T
 
   private subscribeUpstream(): void {
     this.stopRequested = false;
-    const sub = this.upstream$.subscribe({
+    // Forward through a real Subscriber: unsubscribing it closes it at once,
+    // even while the source is still emitting synchronously inside
+    // subscribe() (a plain observer could not be stopped before subscribe()
+    // returned its Subscription).
+    const sub = new Observable<T>((gate) => {
+      if (this.stopRequested) gate.unsubscribe();
+      this.gate = gate;
+      return this.upstream$.subscribe(gate);
+    }).subscribe({
       next: (item) => this.push(item),
       error: (err: unknown) => {
         this.ended = true;
@@ -112,14 +122,14 @@ class ObservableTakeable<T> extends HotSource<T> implements TakeableObservable<T
         this.complete();
       },
     });
-    // A synchronous source may have terminated, or filled the buffer and
-    // asked us to stop, while we were still subscribing.
+    this.gate = undefined;
     if (this.stopRequested || this.ended) sub.unsubscribe();
     else this.upstream = sub;
   }
 
   private unsubscribeUpstream(): void {
     this.stopRequested = true;
+    this.gate?.unsubscribe();
     this.upstream?.unsubscribe();
     this.upstream = undefined;
   }

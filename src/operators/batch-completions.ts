@@ -17,10 +17,12 @@ export interface BatchCompletionsOptions {
  * unless `maxWait` asks for it.
  *
  * ```
- * source:   --(ab)---c--d--|        a, b, c, d: WcBatch
- * result:   --x------y--z--|        x = a+b (same wakeup), y = c, z = d
- * with maxWait: 3 (frames)
- * result:   -----x------(yz)...     gathers for 3 frames after the first
+ * source:   --(ab)--c--|       a, b, c: WcBatch
+ * result:   --x-----y--|       x = a+b (same wakeup), y = c
+ *
+ * with maxWait: 3 (frames): gathers for 3 frames after the first
+ * source:   -a-b----c---|
+ * result:   ----x------y|      x = a+b, y = c
  * ```
  *
  * The first completion of a batch schedules a flush `maxWait` later on the

@@ -200,8 +200,8 @@ export class VirtualCq implements CqLike {
     this.channel.raise(this);
   }
 
-  private expand(value: VirtualCompletions | string): VirtualWc[] {
-    if (typeof value === 'string') return [{}]; // a letter without a value
+  private expand(value: VirtualCompletions | string | undefined): VirtualWc[] {
+    if (value === undefined || typeof value === 'string') return [{}]; // a letter without a value
     if (value instanceof WcBatch) {
       const out: VirtualWc[] = [];
       for (let i = 0; i < value.length; i++) {

@@ -1,0 +1,33 @@
+#include "util/deliver.h"
+
+namespace rxv {
+
+bool CanRunJs(napi_env env) {
+  // napi_set_named_property refuses (napi_pending_exception) exactly when
+  // the environment cannot call into JS; it runs no JS itself.
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
+  napi_value obj;
+  napi_value undef;
+  bool ok = napi_create_object(env, &obj) == napi_ok &&
+            napi_get_undefined(env, &undef) == napi_ok &&
+            napi_set_named_property(env, obj, "probe", undef) == napi_ok;
+  napi_close_handle_scope(env, scope);
+  return ok;
+}
+
+bool DeliverToJs(napi_env env, napi_async_context async, napi_value recv,
+                 napi_value fn, size_t argc, const napi_value* argv) {
+  napi_value result;
+  napi_status s = napi_make_callback(env, async, recv, fn, argc, argv, &result);
+  if (s == napi_ok) return true;
+  if (s == napi_pending_exception) {
+    napi_value exc;
+    if (napi_get_and_clear_last_exception(env, &exc) == napi_ok && CanRunJs(env)) {
+      napi_fatal_exception(env, exc);
+    }
+  }
+  return false;
+}
+
+}  // namespace rxv

@@ -1,0 +1,181 @@
+import { map } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { drainCq, rearm, ackEvents } from '../../../src/operators';
+import { expectAcks, expectArms, virtualChannel, virtualCq, wrIdsOf } from '../../../src/testing';
+import { CqOverrunError } from '../../../src/verbs/errors';
+import { WcBatch } from '../../../src/verbs/wc-batch';
+
+describe('rx-verbs/testing: virtual channel and CQ', () => {
+  let testScheduler: TestScheduler;
+
+  beforeEach(() => {
+    testScheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+  });
+
+  it('should arm once: the first completion after arming raises one event and disarms', () => {
+    testScheduler.run((helpers) => {
+      const cq = virtualCq(helpers, { completions: '--a--b--' });
+      cq.requestNotify();
+      helpers.expectObservable(cq.channel.events$.pipe(map((e) => e.cq === cq))).toBe('--t-----', { t: true });
+    });
+  });
+
+  it('should raise nothing for completions queued before arming (poll after arming)', () => {
+    const cq = virtualCq(undefined);
+    cq.addCompletions({ wrId: 1 });
+    cq.requestNotify();
+    expect(cq.eventsRaised).toBe(0);
+    expect(cq.isArmed).toBe(true);
+    expect(wrIdsOf(cq.poll())).toEqual([1]);
+    cq.addCompletions({ wrId: 2 }); // after the arm: fires
+    expect(cq.eventsRaised).toBe(1);
+    expect(cq.isArmed).toBe(false);
+  });
+
+  it('should fire a solicited-only arm on solicited or error completions only', () => {
+    const cq = virtualCq(undefined);
+    cq.requestNotify(true);
+    cq.addCompletions({ wrId: 1 });
+    expect(cq.eventsRaised).toBe(0);
+    cq.addCompletions({ wrId: 2, solicited: true });
+    expect(cq.eventsRaised).toBe(1);
+    cq.requestNotify(true);
+    cq.addCompletions({ wrId: 3, status: 5 });
+    expect(cq.eventsRaised).toBe(2);
+  });
+
+  it('should poll at most max completions as a WcBatch, in order', () => {
+    const cq = virtualCq(undefined);
+    cq.addCompletions({ wrId: 1 }, { wrId: 2 }, { wrId: 3 });
+    const first = cq.poll(2);
+    expect(first).toBeInstanceOf(WcBatch);
+    expect(wrIdsOf(first)).toEqual([1, 2]);
+    expect(wrIdsOf(cq.poll(2))).toEqual([3]);
+    expect(cq.depth).toBe(0);
+  });
+
+  it('should take marble values as one completion, several, or a WcBatch; bare letters get the next wr_id', () => {
+    let cq = virtualCq(undefined);
+    testScheduler.run((helpers) => {
+      cq = virtualCq(helpers, {
+        completions: 'a-b-c-d',
+        values: { a: [{ wrId: 10 }, { wrId: 11 }], b: WcBatch.from([{ wrId: 12, status: 4 }]), c: { wrId: 13 } },
+      });
+    });
+    const batch = cq.poll();
+    expect(wrIdsOf(batch)).toEqual([10, 11, 12, 13, 1]);
+    expect(batch.status[2]).toBe(4);
+  });
+
+  it('should count acks and refuse to ack events that were not read', () => {
+    const cq = virtualCq(undefined);
+    cq.channel.events$.subscribe();
+    cq.requestNotify();
+    cq.addCompletions({});
+    expect(cq.unacked).toBe(1);
+    cq.ack(1);
+    expect(cq.unacked).toBe(0);
+    expect(() => cq.ack(1)).toThrow(/unacked/);
+    expect(() => cq.ack(0)).toThrow(RangeError);
+  });
+
+  it('should keep events pending in the channel while nothing subscribes', () => {
+    testScheduler.run((helpers) => {
+      const channel = virtualChannel();
+      const cq = virtualCq(helpers, { channel, completions: '--a-----' });
+      cq.requestNotify();
+      const late = '    -----^--';
+      const expected = '-----e--';
+      helpers.expectObservable(channel.events$.pipe(map(() => 'e')), late).toBe(expected);
+      helpers.flush();
+      expect(channel.pendingEvents).toBe(0);
+    });
+  });
+
+  it('should let events$.tryTake() read one event off the channel', () => {
+    const cq = virtualCq(undefined);
+    cq.requestNotify();
+    cq.addCompletions({});
+    expect(cq.channel.pendingEvents).toBe(1);
+    const event = cq.channel.events$.tryTake();
+    expect(event?.cq).toBe(cq);
+    expect(cq.channel.pendingEvents).toBe(0);
+    expect(cq.unacked).toBe(1);
+    expect(cq.channel.events$.tryTake()).toBeUndefined();
+  });
+
+  it('should count several CQs on one channel separately', () => {
+    const channel = virtualChannel();
+    const a = virtualCq(undefined, { channel, context: 'A' });
+    const b = virtualCq(undefined, { channel, context: 'B' });
+    const seen: unknown[] = [];
+    channel.events$.subscribe((e) => seen.push(e.context));
+    a.requestNotify();
+    b.requestNotify();
+    b.addCompletions({});
+    a.addCompletions({});
+    expect(seen).toEqual(['B', 'A']);
+    expect([a.unacked, b.unacked]).toEqual([1, 1]);
+  });
+
+  it('should overrun at depth: the completion is lost, and poll/requestNotify throw CqOverrunError', () => {
+    const cq = virtualCq(undefined, { cqe: 2 });
+    cq.addCompletions({}, {}, {});
+    expect(cq.isOverrun).toBe(true);
+    expect(() => cq.poll()).toThrow(CqOverrunError);
+    expect(() => cq.requestNotify()).toThrow(CqOverrunError);
+    expect(() => cq.assertInvariants()).toThrow(/overrun/);
+  });
+
+  it('should record arms and acks for expectArms / expectAcks, setup arms at frame 0', () => {
+    testScheduler.run((helpers) => {
+      const cq = virtualCq(helpers, { completions: '---a---b' });
+      cq.requestNotify(true);
+      helpers.cold('-----x').subscribe(() => cq.requestNotify());
+      cq.channel.events$.pipe(ackEvents({ every: 1 })).subscribe();
+      expectArms(helpers, cq, 's----a--');
+      expectAcks(helpers, cq, '-------1');
+    });
+  });
+
+  describe('assertInvariants', () => {
+    it('should pass for the correct loop', () => {
+      testScheduler.run((helpers) => {
+        const cq = virtualCq(helpers, { completions: '--a--b--' });
+        cq.requestNotify();
+        cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq()).subscribe();
+      });
+    });
+
+    it('should catch a pipeline that never acks', () => {
+      let cq = virtualCq(undefined);
+      testScheduler.run((helpers) => {
+        cq = virtualCq(helpers, { completions: '--a--' });
+        cq.requestNotify();
+        cq.channel.events$.pipe(rearm(), drainCq()).subscribe();
+      });
+      expect(() => cq.assertInvariants()).toThrow(/1 event\(s\) read from the channel were never acked/);
+    });
+
+    it('should catch a drain of an unarmed CQ that then waits forever (no rearm)', () => {
+      let cq = virtualCq(undefined);
+      testScheduler.run((helpers) => {
+        cq = virtualCq(helpers, { completions: '--a--b--' });
+        cq.requestNotify();
+        cq.channel.events$.pipe(ackEvents({ every: 1 }), drainCq()).subscribe();
+      });
+      expect(() => cq.assertInvariants()).toThrow(/drained at frame 2 while not armed/);
+      expect(() => cq.assertInvariants()).toThrow(/1 completion\(s\) stranded/);
+    });
+
+    it('should accept a drain while an event raised after the arm is still on its way', () => {
+      const cq = virtualCq(undefined);
+      cq.requestNotify();
+      cq.addCompletions({ wrId: 1 }); // fires: the event waits in the channel
+      expect(wrIdsOf(cq.poll())).toEqual([1]);
+      expect(cq.poll().length).toBe(0); // unarmed, but an event will make someone poll
+      cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq()).subscribe();
+      expect(() => cq.assertInvariants()).not.toThrow();
+    });
+  });
+});
