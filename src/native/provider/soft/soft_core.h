@@ -192,9 +192,21 @@ struct CqCore {
 
   uint64_t ev_delivered = 0;  // ch->mu
   uint64_t ev_acked = 0;      // ch->mu
+
+  // G: completions the device thread produced in its current turn, not yet
+  // visible to poll (published together under one ring lock).
+  struct Staged {
+    Wc wc;
+    bool solicited;
+  };
+  std::vector<Staged> staged;
+  bool staged_resp = false;  // holds responder-side completions
 };
-// G held. Adds a completion; a full CQ overruns.
+// G held. Adds a completion now (after anything staged on this CQ, to keep
+// order); a full CQ overruns.
 void cq_push(CqCore* cq, const Wc& wc, bool solicited);
+// G held. Makes the staged completions visible.
+void cq_publish(CqCore* cq);
 // G held. CQ to error, CQ_ERR, every QP on it to ERR with QP_FATAL.
 void cq_overrun(CqCore* cq);
 

@@ -9,32 +9,51 @@
 namespace rxv {
 namespace soft {
 
-void cq_push(CqCore* cq, const Wc& wc, bool solicited) {
+// Appends n completions under one ring lock. Items past an overrun are lost
+// with the CQ.
+static void push_batch(CqCore* cq, const CqCore::Staged* items, size_t n) {
   bool fire = false;
   bool overrun = false;
   {
     Guard l(cq->mu);
     if (cq->dead || cq->error) return;  // a broken CQ loses what comes later
-    if (cq->count == cq->depth) {
-      overrun = true;
-    } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (cq->count == cq->depth) {
+        overrun = true;
+        break;
+      }
       uint32_t tail = cq->head + cq->count;
       if (tail >= cq->depth) tail -= cq->depth;
-      cq->ring[tail] = wc;
+      cq->ring[tail] = items[i].wc;
       ++cq->count;
       // Errors satisfy a solicited-only arm too (IB spec: "solicited or
       // unsuccessful").
-      if (cq->armed && (!cq->sol_only || solicited || wc.status != wc_status::SUCCESS)) {
+      if (cq->armed &&
+          (!cq->sol_only || items[i].solicited || items[i].wc.status != wc_status::SUCCESS)) {
         cq->armed = false;
         fire = true;
       }
     }
   }
-  if (overrun) {
-    cq_overrun(cq);
-    return;
-  }
   if (fire && cq->ch) ch_push(cq->ch.get(), cq, cq->ctx->dup_events ? 2 : 1);
+  if (overrun) cq_overrun(cq);
+}
+
+void cq_publish(CqCore* cq) {
+  if (cq->staged.empty()) return;
+  std::vector<CqCore::Staged> items;
+  items.swap(cq->staged);
+  cq->staged_resp = false;
+  push_batch(cq, items.data(), items.size());
+  // Keep the capacity: the next turn stages into it without allocating.
+  items.clear();
+  if (cq->staged.empty()) cq->staged.swap(items);
+}
+
+void cq_push(CqCore* cq, const Wc& wc, bool solicited) {
+  cq_publish(cq);
+  const CqCore::Staged item{wc, solicited};
+  push_batch(cq, &item, 1);
 }
 
 void cq_overrun(CqCore* cq) {

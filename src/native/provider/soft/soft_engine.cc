@@ -30,6 +30,25 @@ std::chrono::microseconds rnr_delay(uint8_t code) {
   return std::chrono::microseconds(std::clamp<uint32_t>(us[code & 31], 100, 1000));
 }
 
+// CQs holding staged completions from the current turn of this thread.
+thread_local std::vector<CqCore*> t_dirty;
+
+void stage(CqCore* cq, const Wc& wc, bool solicited, bool responder) {
+  if (cq->staged.empty()) t_dirty.push_back(cq);
+  cq->staged.push_back(CqCore::Staged{wc, solicited});
+  cq->staged_resp |= responder;
+}
+
+// Publishes the turn's completions, responder CQs first: once a requester
+// sees its completion, the responder's is already pollable, as on a wire
+// where the ACK follows the responder's work.
+void publish_all() {
+  for (CqCore* cq : t_dirty)
+    if (cq->staged_resp) cq_publish(cq);
+  for (CqCore* cq : t_dirty) cq_publish(cq);
+  t_dirty.clear();
+}
+
 void add_timer(QpCore* q, Clock::time_point at) {
   q->in_timed = true;
   q->wake_at = at;
@@ -102,7 +121,7 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
     wc.opcode = wc_opcode_of(w.opcode);
     wc.byte_len = status == wc_status::SUCCESS ? byte_len : 0;
     wc.qp_num = s->qpn;
-    cq_push(s->scq.get(), wc, false);
+    stage(s->scq.get(), wc, false, false);
   }
   if (status != wc_status::SUCCESS) qp_to_error(s, kNoEvent);
 }
@@ -126,7 +145,7 @@ void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint3
       wc.wc_flags = wc_flag::WITH_IMM;
     }
   }
-  cq_push(r->rcq.get(), wc, solicited);
+  stage(r->rcq.get(), wc, solicited, true);
 }
 
 // Receiver not ready. Returns false: the head WR waits (timer or waiter
@@ -324,6 +343,7 @@ void engine_main(CtxCore* c) {
       c->ready.pop_front();
       q->in_ready = false;
       budget -= std::max(run_qp(q, std::min(budget, kPerQp)), 1);
+      publish_all();
     }
     if (!c->ready.empty()) {
       // Let posting/polling threads at G between batches.

@@ -1,0 +1,39 @@
+/** Terminal output helpers for the CLI: a live progress line and tables. */
+
+/**
+ * A progress line: redrawn in place on a TTY (at most 10 times a second),
+ * a plain line per second elsewhere (logs stay readable).
+ */
+export class Progress {
+  private last = 0;
+  private shown = false;
+  private readonly tty: boolean;
+
+  constructor(private readonly enabled: boolean, private readonly stream: NodeJS.WriteStream = process.stderr) {
+    this.tty = !!stream.isTTY;
+    this.last = Date.now();
+  }
+
+  /** Redraws with `line()` if it is time to (the text is built only then). */
+  update(line: () => string): void {
+    if (!this.enabled) return;
+    const now = Date.now();
+    if (now - this.last < (this.tty ? 100 : 1000)) return;
+    this.last = now;
+    this.stream.write(this.tty ? `\r\x1b[K${line()}` : `${line()}\n`);
+    this.shown = true;
+  }
+
+  /** Ends the progress line. */
+  done(): void {
+    if (this.enabled && this.shown && this.tty) this.stream.write('\n');
+  }
+}
+
+/** A two-column table with a border. */
+export function formatTable(rows: readonly (readonly [string, string])[]): string {
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  const line = `+-${'-'.repeat(w0)}-+-${'-'.repeat(w1)}-+`;
+  return [line, ...rows.map(([k, v]) => `| ${k.padEnd(w0)} | ${v.padStart(w1)} |`), line].join('\n');
+}
