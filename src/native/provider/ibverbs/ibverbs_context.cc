@@ -124,15 +124,17 @@ std::unique_ptr<Channel> IbvContext::create_channel() {
 std::unique_ptr<Cq> IbvContext::create_cq(int cqe, Channel* channel,
                                           int comp_vector) {
   ibv_context* ctx = live("ibv_create_cq");
-  std::lock_guard<std::mutex> lock(st_->mu);
   IbvChannel* ch = nullptr;
   if (channel != nullptr) {
+    std::lock_guard<std::mutex> lock(st_->mu);
     for (IbvChannel* c : st_->channels)
       if (static_cast<Channel*>(c) == channel) ch = c;
     if (ch == nullptr || ch->raw() == nullptr)
       fail(EINVAL, "ibv_create_cq",
            "the channel is not a live channel of this device context");
   }
+  // Not under st_->mu: on failure `cq` is destroyed here, and its destructor
+  // takes the lock.
   auto cq = std::make_unique<IbvCq>(st_, ch);
   errno = 0;
   // cq_context = the provider Cq: events map back to it without a lookup.
@@ -145,6 +147,7 @@ std::unique_ptr<Cq> IbvContext::create_cq(int cqe, Channel* channel,
              std::to_string(comp_vector) + " (max " +
              std::to_string(ctx->num_comp_vectors - 1) + ")");
   cq->attach(raw);
+  std::lock_guard<std::mutex> lock(st_->mu);
   st_->cqs.insert(cq.get());
   if (ch != nullptr) ++ch->cq_count;
   return cq;

@@ -337,13 +337,19 @@ std::unique_ptr<Mr> IbvPd::reg_mr(void* addr, size_t length,
 
 std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   if (pd_ == nullptr) fail_closed("ibv_create_qp");
-  std::lock_guard<std::mutex> lock(st_->mu);
-  IbvCq* scq = find_as(st_->cqs, static_cast<const void*>(init.send_cq));
-  IbvCq* rcq = find_as(st_->cqs, static_cast<const void*>(init.recv_cq));
-  if (scq == nullptr || rcq == nullptr || scq->raw() == nullptr ||
-      rcq->raw() == nullptr)
-    fail(EINVAL, "ibv_create_qp",
-         "send_cq and recv_cq must be live CQs of the same device context");
+  IbvCq* scq;
+  IbvCq* rcq;
+  {
+    std::lock_guard<std::mutex> lock(st_->mu);
+    scq = find_as(st_->cqs, static_cast<const void*>(init.send_cq));
+    rcq = find_as(st_->cqs, static_cast<const void*>(init.recv_cq));
+    if (scq == nullptr || rcq == nullptr || scq->raw() == nullptr ||
+        rcq->raw() == nullptr)
+      fail(EINVAL, "ibv_create_qp",
+           "send_cq and recv_cq must be live CQs of the same device context");
+  }
+  // Not under st_->mu: on failure `qp` is destroyed here, and its destructor
+  // takes the lock.
   auto qp = std::make_unique<IbvQp>(st_, this, scq, rcq);
   ibv_qp_init_attr ia;
   std::memset(&ia, 0, sizeof ia);
@@ -370,6 +376,7 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
              std::to_string(init.cap.max_inline_data));
   // ibv_create_qp wrote the actual capacities back into ia.cap.
   qp->attach(raw, ia.cap);
+  std::lock_guard<std::mutex> lock(st_->mu);
   st_->qps.insert(qp.get());
   ++qp_count;
   ++scq->qp_count;
