@@ -3,5 +3,13 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/test/**/*.test.ts'],
+  // The VM suite runs inside QEMU through `npm run test:rxe`.
+  testPathIgnorePatterns: ['/node_modules/', '/test/rxe/'],
   transform: { '^.+\\.tsx?$': '@swc/jest' },
+  // Examples import the package by name, as users do.
+  moduleNameMapper: {
+    '^rx-verbs$': '<rootDir>/src/index.ts',
+    '^rx-verbs/testing$': '<rootDir>/src/testing/index.ts',
+  },
+  testTimeout: 30000,
 };
