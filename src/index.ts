@@ -5,3 +5,4 @@
 export * from './verbs';
 export * from './observables';
 export * from './operators';
+export * from './completion';

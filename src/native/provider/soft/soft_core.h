@@ -132,7 +132,6 @@ struct CtxCore {
   std::condition_variable cv;
   bool stop = false;
   bool idle = false;
-  std::atomic<uint64_t> kicks{0};  // bumped when work becomes runnable
   std::deque<QpCore*> ready;
   std::vector<QpCore*> timed;
   uint32_t delay_us = 0;

@@ -19,19 +19,6 @@ namespace {
 
 constexpr int kBatch = 256;   // WRs per hold of G before letting verbs in
 constexpr int kPerQp = 64;    // WRs per QP per turn, for fairness
-// After its last work the thread keeps watching for more this long before
-// parking: a condvar sleep/wake costs a few microseconds of syscalls per
-// batch, which would otherwise cap a tight post/poll loop.
-constexpr auto kLinger = std::chrono::microseconds(50);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // IB min_rnr_timer encoding (microseconds), clamped to 100us..1ms: long
 // enough to be a real back-off, short enough that tests stay fast.
 std::chrono::microseconds rnr_delay(uint8_t code) {
@@ -323,7 +310,6 @@ int run_qp(QpCore* q, int max) {
 
 void engine_main(CtxCore* c) {
   ULock lk(fabric_mutex());
-  bool lingered = false;
   while (!c->stop) {
     Clock::time_point next = Clock::time_point::max();
     if (!c->timed.empty()) {
@@ -341,18 +327,6 @@ void engine_main(CtxCore* c) {
         }
       }
     }
-    if (c->ready.empty() && !lingered && next > Clock::now() + kLinger) {
-      lingered = true;
-      const uint64_t seen = c->kicks.load(std::memory_order_relaxed);
-      lk.unlock();
-      const Clock::time_point until = Clock::now() + kLinger;
-      for (int i = 0; c->kicks.load(std::memory_order_relaxed) == seen; ++i) {
-        cpu_relax();
-        if ((i & 63) == 63 && Clock::now() >= until) break;
-      }
-      lk.lock();
-      continue;  // re-evaluate (timers, ready) under G
-    }
     if (c->ready.empty()) {
       c->idle = true;
       if (next == Clock::time_point::max())
@@ -362,7 +336,6 @@ void engine_main(CtxCore* c) {
       c->idle = false;
       continue;
     }
-    lingered = false;
     int budget = kBatch;
     while (budget > 0 && !c->ready.empty() && !c->stop) {
       QpCore* q = c->ready.front();
@@ -388,7 +361,6 @@ void schedule(QpCore* q) {
   if (c->stop) return;
   c->ready.push_back(q);
   q->in_ready = true;
-  c->kicks.fetch_add(1, std::memory_order_relaxed);
   if (c->idle) {
     c->idle = false;  // one wake-up is enough
     c->cv.notify_one();

@@ -1,0 +1,516 @@
+import { randomBytes } from 'crypto';
+import { openDevice, WC_FLAGS } from '../../src';
+import { makePair, region, sleep, pollN, itSoft, expectThrow, TEST_DEVICE, IS_SOFT } from '../helpers/device';
+import { customPair, wcs, expectQuiet, sendOnce, caught } from './support';
+
+// ibv_qp_attr_mask bits (as in verbs.h).
+const M = {
+  STATE: 1 << 0,
+  ACCESS_FLAGS: 1 << 3,
+  PKEY_INDEX: 1 << 4,
+  PORT: 1 << 5,
+  AV: 1 << 7,
+  PATH_MTU: 1 << 8,
+  TIMEOUT: 1 << 9,
+  RETRY_CNT: 1 << 10,
+  RNR_RETRY: 1 << 11,
+  RQ_PSN: 1 << 12,
+  MAX_QP_RD_ATOMIC: 1 << 13,
+  MIN_RNR_TIMER: 1 << 15,
+  SQ_PSN: 1 << 16,
+  MAX_DEST_RD_ATOMIC: 1 << 17,
+  DEST_QPN: 1 << 20,
+};
+const INIT_MASK = M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS;
+const RTR_MASK = M.STATE | M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER;
+
+/** A context with a PD, one CQ and two unconnected QPs in RESET. */
+function loose() {
+  const ctx = openDevice(TEST_DEVICE);
+  const cq = ctx.createCq({ cqe: 64 });
+  const pd = ctx.allocPd();
+  const cap = { maxSendWr: 8, maxRecvWr: 8, maxSendSge: 1, maxRecvSge: 1 };
+  const a = pd.createQp({ sendCq: cq, recvCq: cq, cap });
+  const b = pd.createQp({ sendCq: cq, recvCq: cq, cap });
+  return { ctx, cq, pd, a, b, close: () => ctx.close() };
+}
+
+describe('QP state machine', () => {
+  it('goes RESET -> INIT -> RTR -> RTS', () => {
+    const l = loose();
+    try {
+      expect(l.a.state).toBe('RESET');
+      l.a.toInit();
+      expect(l.a.state).toBe('INIT');
+      l.a.toRtr(l.b.endpoint());
+      expect(l.a.state).toBe('RTR');
+      l.a.toRts();
+      expect(l.a.state).toBe('RTS');
+    } finally {
+      l.close();
+    }
+  });
+
+  it('rejects illegal transitions with EINVAL and keeps the state', () => {
+    const l = loose();
+    try {
+      // RESET -> RTR
+      expectThrow(() => l.a.toRtr(l.b.endpoint()), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('RESET');
+      // RESET -> RTS
+      expectThrow(() => l.a.toRts(), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('RESET');
+      l.a.toInit();
+      // INIT -> RTS (skipping RTR)
+      expectThrow(() => l.a.toRts(), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('INIT');
+      l.a.toRtr(l.b.endpoint());
+      // RTR -> INIT (backwards)
+      expectThrow(
+        () => l.a.native.modify({ qpState: 1, pkeyIndex: 0, portNum: 1, accessFlags: 1 }, INIT_MASK),
+        'Error',
+        { code: 'EINVAL', syscall: 'ibv_modify_qp' },
+      );
+      expect(l.a.state).toBe('RTR');
+      l.a.toRts();
+      expect(l.a.state).toBe('RTS');
+    } finally {
+      l.close();
+    }
+  });
+
+  it('rejects transitions with missing required attributes (EINVAL)', () => {
+    const l = loose();
+    try {
+      // RESET -> INIT without the port
+      const e1 = expectThrow(
+        () => l.a.native.modify({ qpState: 1, pkeyIndex: 0, accessFlags: 1 }, INIT_MASK & ~M.PORT),
+        'Error',
+        { code: 'EINVAL', syscall: 'ibv_modify_qp' },
+      );
+      expect(e1.message.length).toBeGreaterThan(0);
+      expect(l.a.state).toBe('RESET');
+      l.a.toInit();
+      // INIT -> RTR without the destination QP number
+      const rtr = {
+        qpState: 2,
+        pathMtu: 3,
+        destQpNum: l.b.qpNum,
+        rqPsn: 0,
+        maxDestRdAtomic: 1,
+        minRnrTimer: 12,
+        ah: { dlid: l.b.endpoint().lid, sl: 0, portNum: 1 },
+      };
+      expectThrow(() => l.a.native.modify(rtr, RTR_MASK & ~M.DEST_QPN), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('INIT');
+      // INIT -> RTR without the path (AV)
+      expectThrow(() => l.a.native.modify(rtr, RTR_MASK & ~M.AV), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('INIT');
+      l.a.native.modify(rtr, RTR_MASK);
+      expect(l.a.state).toBe('RTR');
+      // RTR -> RTS without the SQ PSN
+      const rts = { qpState: 3, timeout: 14, retryCnt: 7, rnrRetry: 7, sqPsn: 0, maxRdAtomic: 1 };
+      const rtsMask = M.STATE | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.SQ_PSN | M.MAX_QP_RD_ATOMIC;
+      expectThrow(() => l.a.native.modify(rts, rtsMask & ~M.SQ_PSN), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
+      expect(l.a.state).toBe('RTR');
+      l.a.native.modify(rts, rtsMask);
+      expect(l.a.state).toBe('RTS');
+    } finally {
+      l.close();
+    }
+  });
+
+  it('toError() flushes both queues with WR_FLUSH_ERR (receives with opcode RECV)', async () => {
+    // b's sends wait on a receiver that is not ready (rnrRetry 7 = forever), so they stay outstanding.
+    const p = makePair();
+    try {
+      const send = region(p.pd, 32, undefined, 3);
+      const recv = region(p.pd, 32 * 3);
+      for (let i = 0; i < 3; i++) p.b.postRecv({ wrId: 100 + i, sg: { mr: recv, offset: 32 * i, length: 32 } });
+      p.b.postSend([
+        { wrId: 200, sg: { mr: send } },
+        { wrId: 201, sg: { mr: send } },
+      ]);
+      await expectQuiet(p.cqB, 30);
+      p.b.toError();
+      expect(p.b.state).toBe('ERR');
+      const got = await wcs(p.cqB, 5);
+      expect(got).toHaveLength(5);
+      const byId = new Map(got.map((w) => [w.wrId, w]));
+      for (const id of [100n, 101n, 102n]) {
+        expect(byId.get(id)).toMatchObject({ status: 'WR_FLUSH_ERR', opcode: 'RECV', qpNum: p.b.qpNum });
+      }
+      for (const id of [200n, 201n]) {
+        expect(byId.get(id)).toMatchObject({ status: 'WR_FLUSH_ERR', qpNum: p.b.qpNum });
+      }
+      await expectQuiet(p.cqB, 20); // each WR exactly once
+      expect(recv.buffer.every((x) => x === 0)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+});
+
+describe('QP operations', () => {
+  it('SEND: bytes arrive, RECV completion names both QPs, sender completes SEND', async () => {
+    const p = makePair();
+    try {
+      const data = randomBytes(1000);
+      const src = p.pd.registerMemory(Buffer.from(data));
+      const dst = region(p.pd, 1024);
+      p.b.postRecv({ wrId: 7, sg: { mr: dst } });
+      p.a.postSend({ wrId: 8, sg: { mr: src } });
+      const [r] = await wcs(p.cqB, 1);
+      const [s] = await wcs(p.cqA, 1);
+      expect(r).toMatchObject({ wrId: 7n, status: 'SUCCESS', opcode: 'RECV', byteLen: 1000, qpNum: p.b.qpNum, srcQp: p.a.qpNum });
+      expect(r.flags & WC_FLAGS.WITH_IMM).toBe(0);
+      expect(r.imm).toBeUndefined();
+      expect(s).toMatchObject({ wrId: 8n, status: 'SUCCESS', opcode: 'SEND', qpNum: p.a.qpNum });
+      expect(dst.buffer.subarray(0, 1000).equals(data)).toBe(true);
+      expect(dst.buffer.subarray(1000).every((x) => x === 0)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('SEND_WITH_IMM: the receiver gets imm and the WITH_IMM flag', async () => {
+    const p = makePair();
+    try {
+      const src = region(p.pd, 16, undefined, 9);
+      const dst = region(p.pd, 16);
+      p.b.postRecv({ wrId: 1, sg: { mr: dst } });
+      p.a.postSend({ wrId: 2, opcode: 'SEND_WITH_IMM', imm: 0xdeadbeef, sg: { mr: src } });
+      const [r] = await wcs(p.cqB, 1);
+      expect(r).toMatchObject({ wrId: 1n, status: 'SUCCESS', opcode: 'RECV', byteLen: 16, imm: 0xdeadbeef });
+      expect(r.flags & WC_FLAGS.WITH_IMM).toBe(WC_FLAGS.WITH_IMM);
+      expect(dst.buffer.every((x) => x === 9)).toBe(true);
+      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 2n, status: 'SUCCESS', opcode: 'SEND' });
+    } finally {
+      p.close();
+    }
+  });
+
+  it('RDMA_WRITE: bytes land at the remote address and the receiver gets no completion (its receive stays posted)', async () => {
+    const p = makePair();
+    try {
+      const data = randomBytes(300);
+      const src = p.pd.registerMemory(Buffer.from(data));
+      const target = region(p.pd, 1024);
+      const recv = region(p.pd, 64);
+      p.b.postRecv({ wrId: 77, sg: { mr: recv } });
+      p.a.postSend({ wrId: 3, opcode: 'RDMA_WRITE', sg: { mr: src }, remote: { addr: target.remoteAddr(100), rkey: target.rkey } });
+      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 3n, status: 'SUCCESS', opcode: 'RDMA_WRITE' });
+      expect(target.buffer.subarray(100, 400).equals(data)).toBe(true);
+      expect(target.buffer.subarray(0, 100).every((x) => x === 0)).toBe(true);
+      expect(target.buffer.subarray(400).every((x) => x === 0)).toBe(true);
+      await expectQuiet(p.cqB, 30);
+      // The receive was not consumed: the next SEND takes it.
+      const small = region(p.pd, 8, undefined, 4);
+      p.a.postSend({ wrId: 4, sg: { mr: small } });
+      expect((await wcs(p.cqB, 1))[0]).toMatchObject({ wrId: 77n, opcode: 'RECV', byteLen: 8 });
+    } finally {
+      p.close();
+    }
+  });
+
+  it('RDMA_WRITE_WITH_IMM: consumes a receive, completes RECV_RDMA_WITH_IMM with imm; the receive buffer is untouched', async () => {
+    const p = makePair();
+    try {
+      const data = randomBytes(200);
+      const src = p.pd.registerMemory(Buffer.from(data));
+      const target = region(p.pd, 256);
+      const recv = region(p.pd, 256, undefined, 0x33);
+      p.b.postRecv({ wrId: 55, sg: { mr: recv } });
+      p.a.postSend({
+        wrId: 5,
+        opcode: 'RDMA_WRITE_WITH_IMM',
+        imm: 0x12345678,
+        sg: { mr: src },
+        remote: { addr: target.addr, rkey: target.rkey },
+      });
+      const [r] = await wcs(p.cqB, 1);
+      expect(r).toMatchObject({ wrId: 55n, status: 'SUCCESS', opcode: 'RECV_RDMA_WITH_IMM', imm: 0x12345678, srcQp: p.a.qpNum });
+      expect(r.flags & WC_FLAGS.WITH_IMM).toBe(WC_FLAGS.WITH_IMM);
+      // rxe and mlx5 report the write's length; the soft device does the same.
+      expect(IS_SOFT ? [200] : [0, 200]).toContain(r.byteLen);
+      expect(target.buffer.subarray(0, 200).equals(data)).toBe(true);
+      expect(recv.buffer.every((x) => x === 0x33)).toBe(true);
+      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 5n, status: 'SUCCESS', opcode: 'RDMA_WRITE' });
+    } finally {
+      p.close();
+    }
+  });
+
+  it('RDMA_READ: reads the remote bytes back into local memory', async () => {
+    const p = makePair();
+    try {
+      const remoteData = randomBytes(4096);
+      const remote = p.pd.registerMemory(Buffer.from(remoteData), { access: ['LOCAL_WRITE', 'REMOTE_READ'] });
+      const local = region(p.pd, 1000);
+      p.a.postSend({ wrId: 6, opcode: 'RDMA_READ', sg: { mr: local }, remote: { addr: remote.remoteAddr(1000), rkey: remote.rkey } });
+      const [s] = await wcs(p.cqA, 1);
+      expect(s).toMatchObject({ wrId: 6n, status: 'SUCCESS', opcode: 'RDMA_READ', byteLen: 1000 });
+      expect(local.buffer.equals(remoteData.subarray(1000, 2000))).toBe(true);
+      expect(remote.buffer.equals(remoteData)).toBe(true);
+      await expectQuiet(p.cqB, 20);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('unsignaled sends produce no completion on success; signaled ones do', async () => {
+    const p = makePair();
+    try {
+      const src = region(p.pd, 8, undefined, 1);
+      const dst = region(p.pd, 8 * 4);
+      for (let i = 0; i < 4; i++) p.b.postRecv({ wrId: i, sg: { mr: dst, offset: 8 * i, length: 8 } });
+      p.a.postSend([
+        { wrId: 10, sg: { mr: src }, signaled: false },
+        { wrId: 11, sg: { mr: src }, signaled: false },
+        { wrId: 12, sg: { mr: src }, signaled: true },
+        { wrId: 13, sg: { mr: src }, signaled: false },
+      ]);
+      expect((await wcs(p.cqB, 4)).map((w) => w.wrId)).toEqual([0n, 1n, 2n, 3n]);
+      await sleep(20);
+      const sent = p.cqA.poll().toArray();
+      expect(sent.map((w) => w.wrId)).toEqual([12n]);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('sqSigAll makes every send complete, whatever signaled says', async () => {
+    const p = customPair({ sqSigAllA: true });
+    try {
+      const src = region(p.pd, 8, undefined, 1);
+      const dst = region(p.pd, 8 * 3);
+      for (let i = 0; i < 3; i++) p.b.postRecv({ wrId: i, sg: { mr: dst, offset: 8 * i, length: 8 } });
+      p.a.postSend([
+        { wrId: 20, sg: { mr: src }, signaled: false },
+        { wrId: 21, sg: { mr: src }, signaled: false },
+        { wrId: 22, sg: { mr: src } },
+      ]);
+      const sent = await wcs(p.sendA, 3);
+      expect(sent.map((w) => [w.wrId, w.status])).toEqual([
+        [20n, 'SUCCESS'],
+        [21n, 'SUCCESS'],
+        [22n, 'SUCCESS'],
+      ]);
+    } finally {
+      p.close();
+    }
+  });
+
+  itSoft('inline: the buffer is reusable as soon as postSend returns (a non-inline send reads it later)', async () => {
+    const p = makePair({ cap: { maxInlineData: 64 } });
+    try {
+      expect(p.a.cap.maxInlineData).toBeGreaterThanOrEqual(64);
+      const src = region(p.pd, 64, undefined, 0x01);
+      const dst = region(p.pd, 128);
+      p.b.postRecv([
+        { wrId: 1, sg: { mr: dst, offset: 0, length: 64 } },
+        { wrId: 2, sg: { mr: dst, offset: 64, length: 64 } },
+      ]);
+      p.ctx.faults.delayUs(30_000); // the device executes each WR 30 ms after it is posted
+      p.a.postSend({ wrId: 30, sg: { mr: src }, inline: true });
+      src.buffer.fill(0x02); // reuse at once
+      p.a.postSend({ wrId: 31, sg: { mr: src } }); // not inline: the device reads at execution time
+      src.buffer.fill(0x03);
+      const got = await wcs(p.cqB, 2);
+      p.ctx.faults.delayUs(0);
+      expect(got.map((w) => [w.wrId, w.status])).toEqual([
+        [1n, 'SUCCESS'],
+        [2n, 'SUCCESS'],
+      ]);
+      expect(dst.buffer.subarray(0, 64).every((x) => x === 0x01)).toBe(true); // copied at post time
+      expect(dst.buffer.subarray(64).every((x) => x === 0x03)).toBe(true); // read at execution time
+    } finally {
+      p.close();
+    }
+  });
+
+  it('inline data over maxInlineData fails at post time with EINVAL and posts nothing', async () => {
+    const p = makePair({ cap: { maxInlineData: 64 } });
+    try {
+      const max = p.a.cap.maxInlineData;
+      const src = region(p.pd, max + 1, undefined, 5);
+      const dst = region(p.pd, max + 1);
+      p.b.postRecv({ wrId: 1, sg: { mr: dst } });
+      const err = expectThrow(() => p.a.postSend({ wrId: 40, sg: { mr: src }, inline: true }), 'Error', {
+        code: 'EINVAL',
+        syscall: 'ibv_post_send',
+        badWr: 0,
+      });
+      expect(err.message).toMatch(/inline/i);
+      await expectQuiet(p.cqA, 20);
+      await expectQuiet(p.cqB, 0);
+      expect(p.a.state).toBe('RTS');
+      // Exactly max inline bytes is fine.
+      p.a.postSend({ wrId: 41, sg: { mr: src, length: max }, inline: true });
+      expect((await wcs(p.cqB, 1))[0]).toMatchObject({ wrId: 1n, status: 'SUCCESS', byteLen: max });
+      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 41n, status: 'SUCCESS' });
+    } finally {
+      p.close();
+    }
+  });
+
+  it('scatters and gathers across several SGEs on both sides', async () => {
+    const p = makePair();
+    try {
+      const s1 = p.pd.registerMemory(randomBytes(100));
+      const s2 = p.pd.registerMemory(randomBytes(300));
+      const s3 = p.pd.registerMemory(randomBytes(50));
+      const sent = Buffer.concat([s1.buffer.subarray(10, 60), s2.buffer, s3.buffer.subarray(0, 7)]); // 357 bytes
+      const r1 = region(p.pd, 100);
+      const r2 = region(p.pd, 200);
+      const r3 = region(p.pd, 500);
+      p.b.postRecv({
+        wrId: 1,
+        sg: [
+          { mr: r1, offset: 0, length: 100 },
+          { mr: r2, offset: 50, length: 150 },
+          { mr: r3, offset: 10, length: 490 },
+        ],
+      });
+      p.a.postSend({
+        wrId: 2,
+        sg: [
+          { mr: s1, offset: 10, length: 50 },
+          { mr: s2 },
+          { mr: s3, offset: 0, length: 7 },
+        ],
+      });
+      expect((await wcs(p.cqB, 1))[0]).toMatchObject({ wrId: 1n, status: 'SUCCESS', byteLen: 357 });
+      const got = Buffer.concat([r1.buffer, r2.buffer.subarray(50), r3.buffer.subarray(10)]).subarray(0, 357);
+      expect(got.equals(sent)).toBe(true);
+      expect(r2.buffer.subarray(0, 50).every((x) => x === 0)).toBe(true);
+      expect(r3.buffer.subarray(0, 10).every((x) => x === 0)).toBe(true);
+      expect(r3.buffer.subarray(10 + 357 - 250).every((x) => x === 0)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('receiver not ready with rnrRetry 0: the SEND completes RNR_RETRY_EXC_ERR and the QP goes to ERR', async () => {
+    const p = makePair({ connect: { rnrRetry: 0 } });
+    try {
+      const src = region(p.pd, 8, undefined, 1);
+      p.a.postSend({ wrId: 50, sg: { mr: src } });
+      const [s] = await wcs(p.cqA, 1);
+      expect(s).toMatchObject({ wrId: 50n, status: 'RNR_RETRY_EXC_ERR', qpNum: p.a.qpNum });
+      expect(p.a.state).toBe('ERR');
+      await expectQuiet(p.cqB, 10);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('receiver not ready with rnrRetry 7: the SEND waits until a receive is posted, then succeeds', async () => {
+    const p = makePair({ connect: { rnrRetry: 7 } });
+    try {
+      const src = region(p.pd, 8, undefined, 6);
+      const dst = region(p.pd, 8);
+      p.a.postSend({ wrId: 60, sg: { mr: src } });
+      await expectQuiet(p.cqA, 50);
+      expect(p.a.state).toBe('RTS');
+      p.b.postRecv({ wrId: 61, sg: { mr: dst } });
+      expect((await wcs(p.cqB, 1))[0]).toMatchObject({ wrId: 61n, status: 'SUCCESS', byteLen: 8 });
+      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 60n, status: 'SUCCESS', opcode: 'SEND' });
+      expect(dst.buffer.every((x) => x === 6)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('a receive buffer too small completes LOC_LEN_ERR on the receiver and writes nothing past it', async () => {
+    const p = makePair();
+    try {
+      const src = region(p.pd, 64, undefined, 0x77);
+      const whole = Buffer.alloc(64, 0xa5);
+      const dst = p.pd.registerMemory(whole.subarray(16, 24)); // 8 bytes
+      p.b.postRecv({ wrId: 70, sg: { mr: dst } });
+      p.a.postSend({ wrId: 71, sg: { mr: src } });
+      const [r] = await wcs(p.cqB, 1);
+      expect(r).toMatchObject({ wrId: 70n, status: 'LOC_LEN_ERR' });
+      const [s] = await wcs(p.cqA, 1);
+      expect(s.wrId).toBe(71n);
+      expect(s.status).not.toBe('SUCCESS');
+      expect(whole.subarray(0, 16).every((x) => x === 0xa5)).toBe(true);
+      expect(whole.subarray(24).every((x) => x === 0xa5)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('posting past maxRecvWr fails with ENOMEM and badWr; the earlier WRs of the array were posted', async () => {
+    const p = makePair({ cap: { maxSendWr: 8, maxRecvWr: 8 } });
+    try {
+      const n = p.b.cap.maxRecvWr;
+      expect(n).toBeGreaterThanOrEqual(8);
+      const dst = region(p.pd, 8 * (n + 1));
+      const wrs = Array.from({ length: n + 1 }, (_, i) => ({ wrId: 1000 + i, sg: { mr: dst, offset: 8 * i, length: 8 } }));
+      const err = expectThrow(() => p.b.postRecv(wrs), 'Error', { code: 'ENOMEM', syscall: 'ibv_post_recv', badWr: n });
+      expect(err.message).toMatch(/full|ENOMEM/);
+      // The first n are posted: n sends are received, in order, with their wr_ids.
+      const src = region(p.pd, 8, undefined, 2);
+      const received: bigint[] = [];
+      for (let i = 0; i < n; i++) {
+        p.a.postSend({ wrId: i, sg: { mr: src } });
+        received.push(...(await wcs(p.cqB, 1)).map((w) => w.wrId));
+        expect((await wcs(p.cqA, 1))[0].status).toBe('SUCCESS');
+      }
+      expect(received).toEqual(wrs.slice(0, n).map((w) => BigInt(w.wrId)));
+      await expectQuiet(p.cqB, 0);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('posting past maxSendWr fails with ENOMEM and badWr; the earlier WRs of the array were posted', async () => {
+    // No receive is posted yet and rnrRetry is 7: the sends stay outstanding.
+    const p = makePair({ cap: { maxSendWr: 8, maxRecvWr: 64 } });
+    try {
+      const n = p.a.cap.maxSendWr;
+      expect(n).toBeGreaterThanOrEqual(8);
+      const src = region(p.pd, 8, undefined, 2);
+      const wrs = Array.from({ length: n + 2 }, (_, i) => ({ wrId: 2000 + i, sg: { mr: src } }));
+      expectThrow(() => p.a.postSend(wrs), 'Error', { code: 'ENOMEM', syscall: 'ibv_post_send', badWr: n });
+      const dst = region(p.pd, 8 * (n + 2));
+      for (let i = 0; i < n + 2; i++) p.b.postRecv({ wrId: i, sg: { mr: dst, offset: 8 * i, length: 8 } });
+      const sent = await wcs(p.cqA, n);
+      expect(sent.map((w) => w.wrId)).toEqual(wrs.slice(0, n).map((w) => BigInt(w.wrId)));
+      expect(sent.every((w) => w.status === 'SUCCESS')).toBe(true);
+      expect((await wcs(p.cqB, n)).length).toBe(n);
+      await expectQuiet(p.cqA, 20);
+      await expectQuiet(p.cqB, 0);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('carries a full 64-bit wr_id both ways (0xffffffffffffffff)', async () => {
+    const p = makePair();
+    try {
+      const src = region(p.pd, 8);
+      const dst = region(p.pd, 8);
+      p.b.postRecv({ wrId: 0xffffffffffffffffn, sg: { mr: dst } });
+      p.a.postSend({ wrId: 0xfedcba9876543210n, sg: { mr: src } });
+      const rb = (await wcs(p.cqB, 1))[0];
+      const sb = (await wcs(p.cqA, 1))[0];
+      expect(rb.wrId).toBe(0xffffffffffffffffn);
+      expect(sb.wrId).toBe(0xfedcba9876543210n);
+      // And the 32-bit view agrees.
+      p.b.postRecv({ wrId: 0xffffffffffffffffn, sg: { mr: dst } });
+      p.a.postSend({ wrId: 0x80000000ffffffffn, sg: { mr: src } });
+      const batch = await pollN(p.cqA, 1);
+      expect((await wcs(p.cqB, 1))[0].wrId).toBe(0xffffffffffffffffn);
+      expect(batch.wrId[0]).toBe(0x80000000ffffffffn);
+      expect(batch.wrIdLow(0)).toBe(0xffffffff);
+      expect(batch.wrIdWords[1]).toBe(0x80000000);
+      expect(caught(() => p.a.postSend({ wrId: 0x10000000000000000n, sg: { mr: src } }))?.name).toBe('RangeError');
+      await sendOnce(p.a, p.b);
+    } finally {
+      p.close();
+    }
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * Helpers shared by the soft-device semantic suites (arm, cq-overrun, qp,
+ * protection, async-events, data, bad-input). Not a test file itself.
+ */
+import { randomBytes } from 'crypto';
+import { Context, Cq, Mr, Pd, Qp, WorkCompletion, AccessFlag, ConnectOptions, QpCapOptions, openDevice } from '../../src';
+import { makePair, pollN, sleep, TEST_DEVICE, TEST_GID_INDEX, Pair } from '../helpers/device';
+
+/** A registered region inside a bigger buffer, with canary bytes before and after it. */
+export interface Guarded {
+  mr: Mr;
+  /** The whole allocation (canaries + region). */
+  whole: Buffer;
+  /** The registered part (a view of `whole`). */
+  inner: Buffer;
+  pad: number;
+  /** A snapshot of the whole allocation, for "nothing changed" checks. */
+  snapshot(): Buffer;
+  /** Asserts that every canary byte is intact. */
+  expectCanaries(): void;
+}
+
+export const CANARY = 0xa5;
+
+/** Registers `size` bytes (filled with `fill`) inside a buffer with `pad` canary bytes on each side. */
+export function guarded(pd: Pd, size: number, access: readonly AccessFlag[], fill = 0x11, pad = 64): Guarded {
+  const whole = Buffer.alloc(size + 2 * pad, CANARY);
+  const inner = whole.subarray(pad, pad + size);
+  inner.fill(fill);
+  const mr = pd.registerMemory(inner, { access });
+  return {
+    mr,
+    whole,
+    inner,
+    pad,
+    snapshot: () => Buffer.from(whole),
+    expectCanaries: () => {
+      const before = whole.subarray(0, pad);
+      const after = whole.subarray(pad + size);
+      expect(before.every((b) => b === CANARY)).toBe(true);
+      expect(after.every((b) => b === CANARY)).toBe(true);
+    },
+  };
+}
+
+/** Options for {@link customPair}. */
+export interface CustomPairOptions {
+  ctx?: Context;
+  cqe?: number;
+  cap?: QpCapOptions;
+  connect?: ConnectOptions;
+  sqSigAllA?: boolean;
+  /** Separate send and receive CQs for each QP (a: sendA/recvA, b: sendB/recvB). */
+  splitCqs?: boolean;
+}
+
+/** A pair built by hand (sqSigAll, split CQs), on one channel. */
+export interface CustomPair extends Pair {
+  sendA: Cq;
+  recvA: Cq;
+  sendB: Cq;
+  recvB: Cq;
+}
+
+export function customPair(options: CustomPairOptions = {}): CustomPair {
+  const ctx = options.ctx ?? openDevice(TEST_DEVICE);
+  try {
+    const channel = ctx.createCompChannel();
+    const cqe = options.cqe ?? 256;
+    const mk = (tag: string) => ctx.createCq({ cqe, channel, context: tag });
+    const sendA = mk('sendA');
+    const recvA = options.splitCqs ? mk('recvA') : sendA;
+    const sendB = mk('sendB');
+    const recvB = options.splitCqs ? mk('recvB') : sendB;
+    const pd = ctx.allocPd();
+    const cap = { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 4, maxRecvSge: 4, ...options.cap };
+    const a = pd.createQp({ sendCq: sendA, recvCq: recvA, cap, sqSigAll: options.sqSigAllA });
+    const b = pd.createQp({ sendCq: sendB, recvCq: recvB, cap });
+    const conn: ConnectOptions = { gidIndex: TEST_GID_INDEX, ...options.connect };
+    a.connect(b.endpoint({ gidIndex: conn.gidIndex }), conn);
+    b.connect(a.endpoint({ gidIndex: conn.gidIndex }), conn);
+    return { ctx, channel, pd, cqA: sendA, cqB: sendB, a, b, sendA, recvA, sendB, recvB, close: () => ctx.close() };
+  } catch (err) {
+    ctx.close();
+    throw err;
+  }
+}
+
+/** Polls `n` completions (or fewer on timeout) as plain objects. */
+export async function wcs(cq: Cq, n: number, ms = 5000): Promise<WorkCompletion[]> {
+  return (await pollN(cq, n, ms)).toArray();
+}
+
+/** Waits `ms`, then asserts the CQ holds nothing. */
+export async function expectQuiet(cq: Cq, ms = 30): Promise<void> {
+  await sleep(ms);
+  expect(cq.poll().length).toBe(0);
+}
+
+/** One SEND from `from` to `to` (a receive is posted on `to` first); checks bytes and both completions. */
+export async function sendOnce(from: Qp, to: Qp, size = 256): Promise<void> {
+  const data = randomBytes(size);
+  const src = from.pd.registerMemory(Buffer.from(data), { access: ['LOCAL_WRITE'] });
+  const dst = to.pd.registerMemory(Buffer.alloc(size), { access: ['LOCAL_WRITE'] });
+  try {
+    to.postRecv({ wrId: 0x5151, sg: { mr: dst } });
+    from.postSend({ wrId: 0x5050, sg: { mr: src } });
+    const [r] = await wcs(to.recvCq, 1);
+    const [s] = await wcs(from.sendCq, 1);
+    expect(s).toMatchObject({ wrId: 0x5050n, status: 'SUCCESS', opcode: 'SEND' });
+    expect(r).toMatchObject({ wrId: 0x5151n, status: 'SUCCESS', opcode: 'RECV', byteLen: size });
+    expect(dst.buffer.equals(data)).toBe(true);
+  } finally {
+    src.close();
+    dst.close();
+  }
+}
+
+/**
+ * Proves the world still works: a fresh pair (on `ctx` if given, else on a
+ * newly opened device) moves data both ways. Closes what it made.
+ */
+export async function expectFreshPairWorks(ctx?: Context): Promise<void> {
+  const p = makePair(ctx ? { ctx } : {});
+  try {
+    await sendOnce(p.a, p.b);
+    await sendOnce(p.b, p.a);
+  } finally {
+    if (ctx) {
+      p.a.close();
+      p.b.close();
+      p.pd.close();
+      p.cqA.close();
+      p.cqB.close();
+      p.channel.close();
+    } else {
+      p.close();
+    }
+  }
+}
+
+/** Catches what `fn` throws (undefined if nothing). */
+export function caught(fn: () => unknown): (Error & Record<string, unknown>) | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error & Record<string, unknown>;
+  }
+  return undefined;
+}
