@@ -72,6 +72,7 @@ void ChannelWrap::Close(bool force) {
   }
   BeginClose();
   poll_.Close();
+  if (watching_ && !addon_->tearing_down) Unref();
   watching_ = false;
   if (!addon_->tearing_down) {
     callback_.Reset();
@@ -207,9 +208,13 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
     }
     int rc = poll_.Start();
     if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_start");
+    // While watched the channel is alive for its subscribers even if the
+    // user dropped every reference to it (the subscription is the owner).
+    if (!watching_) Ref();
     watching_ = true;
   } else {
     poll_.Stop();
+    if (watching_) Unref();
     watching_ = false;
   }
   ApplyRef();
@@ -258,6 +263,7 @@ void ChannelWrap::OnReadable() {
   } catch (const VerbsError& e) {
     fprintf(stderr, "rx-verbs: reading the completion channel failed: %s\n", e.what());
     poll_.Stop();
+    if (watching_) Unref();
     watching_ = false;
   }
   if (!any) {

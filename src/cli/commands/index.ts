@@ -1,5 +1,6 @@
 import { demo } from './demo';
 import { devices } from './devices';
+import { pingpong } from './pingpong';
 
 /** A subcommand of `rx-verbs`. */
 export interface Command {
@@ -8,4 +9,4 @@ export interface Command {
 }
 
 /** Every subcommand, by name. */
-export const COMMANDS: Record<string, Command> = { devices, demo };
+export const COMMANDS: Record<string, Command> = { devices, demo, pingpong };

@@ -103,7 +103,7 @@ struct Wc {
   uint32_t opcode = 0;
   uint32_t vendor_err = 0;
   uint32_t byte_len = 0;
-  uint32_t imm = 0;      // host order as stored by ibv (network order value)
+  uint32_t imm = 0;      // host order (libibverbs' __be32 converted): what was posted
   uint32_t qp_num = 0;
   uint32_t src_qp = 0;
   uint32_t wc_flags = 0;

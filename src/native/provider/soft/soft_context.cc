@@ -160,6 +160,7 @@ static void close_locked(CtxCore* c, bool force) {
     c->fatal.store(true, std::memory_order_release);
     for (QpCore* q : std::vector<QpCore*>(c->qps.begin(), c->qps.end())) {
       qp_unroute(q);
+      Guard l(q->mu);
       q->state = qp_state::ERR;
     }
     for (MrCore* m : std::vector<MrCore*>(c->mrs.begin(), c->mrs.end())) {

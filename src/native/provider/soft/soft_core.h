@@ -8,16 +8,18 @@
 //
 // Locking (always acquire in this order, never the reverse):
 //   1. fabric_mutex() ("G"): devices, routing, MR keys, every membership
-//      (QPs of a CQ, children of a context), QP state and work queues, the
-//      device threads' ready/timer lists. A device thread holds G while it
-//      executes a batch of WRs, so a verb that takes G (dereg, destroy,
-//      modify, post) is synchronised with "the NIC" for free.
-//   2. CqCore::mu: the completion ring and the arm state. poll() and the
-//      plain req_notify() take only this lock, so draining a CQ never waits
-//      for the device thread's batch.
-//   3. ChCore::mu: a channel's event queue and the per-CQ event counters.
+//      (QPs of a CQ, children of a context), QP state changes and every
+//      consumption of a work queue (execution, flush). A device thread holds
+//      G while it executes a turn of WRs, so a verb that takes G (dereg,
+//      destroy, modify) is synchronised with "the NIC" for free.
+//   2. QpCore::mu: the QP's work rings and state reads. post_send/post_recv
+//      take only this (never G on the success path), so a posting thread
+//      never waits for the device thread's batch.
+//   3. CtxCore::rmu: the device thread's ready list, timers and sleep.
+//   4. CqCore::mu: the completion ring and the arm state. poll() and the
+//      plain req_notify() take only this lock.
+//   5. ChCore::mu: a channel's event queue and the per-CQ event counters.
 //   CtxCore::amu (async events) is a leaf: taken alone or under G.
-//
 // Lifetimes: handles (the objects the addon owns through unique_ptr) hold a
 // shared_ptr to their core; a core holds shared_ptrs to its parents only.
 // No cycles, and any destruction order is memory-safe. Non-owning raw
@@ -127,15 +129,17 @@ struct CtxCore {
   std::atomic<bool> fatal{false};
   bool closed = false;  // G
 
-  // Device thread state (G).
+  // Device thread state (rmu).
   std::thread thread;
+  std::mutex rmu;
   std::condition_variable cv;
   bool stop = false;
   bool idle = false;
   std::deque<QpCore*> ready;
   std::vector<QpCore*> timed;
-  uint32_t delay_us = 0;
-  bool dup_events = false;
+
+  std::atomic<uint32_t> delay_us{0};
+  bool dup_events = false;  // G
 
   // Children (G). QPs and MRs are also listed here for teardown.
   std::unordered_set<PdCore*> pds;
@@ -255,13 +259,17 @@ struct QpCore {
   QpCap cap;
   bool sig_all = false;
 
-  // Everything below is under G.
+  // Written under G and mu; read under either.
   uint32_t state = qp_state::RESET;
+  bool dead = false;
+  // G.
   QpAttr attr;
   bool registered = false;  // present in dev->qps
-  bool dead = false;
 
   // Work queues: rings of preallocated slots (no allocation per post).
+  // Indices under mu. Posters fill free slots; only G holders consume, so a
+  // G holder may read an occupied slot without mu.
+  std::mutex mu;
   std::vector<SendSlot> sq;
   std::vector<Sge> sq_sge;
   std::vector<uint8_t> sq_inl;
@@ -278,12 +286,12 @@ struct QpCore {
   Sge* rq_sges(uint32_t i) { return rq_sge.data() + size_t(i) * cap.max_recv_sge; }
 
   // Device thread bookkeeping.
-  bool in_ready = false;
-  bool in_timed = false;
-  Clock::time_point wake_at;
-  uint32_t rnr_count = 0;             // RNR retries spent on the head WR
-  QpCore* blocked_on = nullptr;       // infinite RNR wait on this responder
-  std::vector<QpCore*> waiters;       // requesters waiting for our receives
+  bool in_ready = false;              // rmu
+  bool in_timed = false;              // rmu
+  Clock::time_point wake_at;          // rmu
+  uint32_t rnr_count = 0;             // G: RNR retries spent on the head WR
+  QpCore* blocked_on = nullptr;       // G: infinite RNR wait on this responder
+  std::vector<QpCore*> waiters;       // G+mu: requesters waiting for our receives
   uint64_t route_gen = 0;
   QpCore* route_cache = nullptr;
 };
@@ -309,7 +317,7 @@ void qp_unroute(QpCore* q);
 // ---- device thread (soft_engine.cc) ----------------------------------------
 void engine_start(CtxCore* c);
 void engine_stop(CtxCore* c);  // G NOT held; joins the thread
-void schedule(QpCore* q);      // G held
+void schedule(QpCore* q);      // any context; takes rmu
 void unschedule(QpCore* q);    // G held
 void kick_waiters(QpCore* r);  // G held: r's RQ or state changed
 

@@ -49,9 +49,22 @@ void publish_all() {
 }
 
 void add_timer(QpCore* q, Clock::time_point at) {
+  CtxCore* c = q->ctx.get();
+  Guard r(c->rmu);
+  if (q->in_timed) return;
   q->in_timed = true;
   q->wake_at = at;
-  q->ctx->timed.push_back(q);
+  c->timed.push_back(q);
+}
+
+bool timed(QpCore* q) {
+  Guard r(q->ctx->rmu);
+  return q->in_timed;
+}
+
+uint32_t sq_pending(QpCore* q) {
+  Guard l(q->mu);
+  return q->sq_count;
 }
 
 uint64_t sge_total(const Sge* sg, uint32_t n) {
@@ -108,10 +121,14 @@ void sg_copy(const Sge* src, const Sge* dst, uint64_t total) {
 // it may have flushed this QP (a shared CQ overran); then the WR already
 // completed with WR_FLUSH_ERR and `seq` no longer matches.
 void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
-  if (!s->sq_count || s->sq[s->sq_head].seq != seq) return;
-  const SendSlot w = s->sq[s->sq_head];
-  s->sq_head = s->sq_head + 1 == s->sq.size() ? 0 : s->sq_head + 1;
-  --s->sq_count;
+  SendSlot w;
+  {
+    Guard l(s->mu);
+    if (!s->sq_count || s->sq[s->sq_head].seq != seq) return;
+    w = s->sq[s->sq_head];
+    s->sq_head = s->sq_head + 1 == s->sq.size() ? 0 : s->sq_head + 1;
+    --s->sq_count;
+  }
   s->rnr_count = 0;
   if (status != wc_status::SUCCESS || (w.flags & send_flag::SIGNALED) || s->sig_all) {
     Wc wc;
@@ -128,9 +145,13 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
 // Consumes the responder's head receive WR.
 void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint32_t byte_len,
                    bool has_imm, uint32_t imm, bool solicited) {
-  const RecvSlot w = r->rq[r->rq_head];
-  r->rq_head = r->rq_head + 1 == r->rq.size() ? 0 : r->rq_head + 1;
-  --r->rq_count;
+  RecvSlot w;
+  {
+    Guard l(r->mu);
+    w = r->rq[r->rq_head];
+    r->rq_head = r->rq_head + 1 == r->rq.size() ? 0 : r->rq_head + 1;
+    --r->rq_count;
+  }
   Wc wc;
   wc.wr_id = w.wr_id;
   wc.status = status;
@@ -151,8 +172,16 @@ void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint3
 // list); true when the retries are spent and the WR completed in error.
 bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
   if (s->attr.rnr_retry == 7) {  // 7 = retry forever, as in IB
-    s->blocked_on = r;
-    r->waiters.push_back(s);
+    {
+      // Registered under r->mu, where post_recv checks for waiters.
+      Guard l(r->mu);
+      if (!r->rq_count) {
+        s->blocked_on = r;
+        r->waiters.push_back(s);
+        return false;
+      }
+    }
+    schedule(s);  // a receive arrived meanwhile: retry at once
     return false;
   }
   if (s->rnr_count < s->attr.rnr_retry) {
@@ -205,8 +234,14 @@ bool execute_head(QpCore* s) {
   switch (op) {
     case wr_opcode::SEND:
     case wr_opcode::SEND_WITH_IMM: {
-      if (!r->rq_count) return rnr(s, r, w.seq);
-      const uint32_t ridx = r->rq_head;
+      uint32_t ridx, rcount;
+      {
+        Guard l(r->mu);
+        ridx = r->rq_head;
+        rcount = r->rq_count;
+      }
+      if (!rcount) return rnr(s, r, w.seq);
+      // Occupied slots only change under G, which we hold.
       const Sge* rsg = r->rq_sges(ridx);
       const uint32_t rns = r->rq[ridx].nsge;
       if (total > sge_total(rsg, rns)) {
@@ -235,7 +270,14 @@ bool execute_head(QpCore* s) {
         finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
         return true;
       }
-      if (imm && !r->rq_count) return rnr(s, r, w.seq);
+      if (imm) {
+        uint32_t rcount;
+        {
+          Guard l(r->mu);
+          rcount = r->rq_count;
+        }
+        if (!rcount) return rnr(s, r, w.seq);
+      }
       if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_WRITE)) {
         qp_to_error(r, async_event::QP_ACCESS_ERR);
         finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
@@ -285,14 +327,17 @@ int64_t now_ns() {
 }
 
 bool runnable(QpCore* q) {
-  return q->state == qp_state::RTS && q->sq_count && !q->ctx->fatal.load(std::memory_order_relaxed);
+  return !q->dead && q->state == qp_state::RTS && !q->blocked_on &&
+         !q->ctx->fatal.load(std::memory_order_relaxed) && sq_pending(q);
 }
 
-// Runs up to `max` WRs of q. Returns how many completed.
+// G held. Runs up to `max` WRs of q. Returns how many completed.
 int run_qp(QpCore* q, int max) {
+  if (timed(q)) return 0;  // the timer reschedules it
   int n = 0;
   while (n < max) {
     if (!runnable(q)) return n;
+    // The head slot is occupied, and only G holders consume.
     const int64_t nb = q->sq[q->sq_head].not_before_ns;
     if (nb) {
       const int64_t now = now_ns();
@@ -309,10 +354,31 @@ int run_qp(QpCore* q, int max) {
 }
 
 void engine_main(CtxCore* c) {
-  ULock lk(fabric_mutex());
-  while (!c->stop) {
-    Clock::time_point next = Clock::time_point::max();
-    if (!c->timed.empty()) {
+  std::mutex& g = fabric_mutex();
+  std::vector<QpCore*> turn;
+  for (;;) {
+    {
+      // Sleep without G: posts and polls never wait for an idle device.
+      ULock r(c->rmu);
+      for (;;) {
+        if (c->stop) return;
+        if (!c->ready.empty()) break;
+        Clock::time_point next = Clock::time_point::max();
+        for (QpCore* q : c->timed) next = std::min(next, q->wake_at);
+        if (next <= Clock::now()) break;
+        c->idle = true;
+        if (next == Clock::time_point::max())
+          c->cv.wait(r);
+        else
+          c->cv.wait_until(r, next);
+        c->idle = false;
+      }
+    }
+    ULock gl(g);
+    {
+      // Pick the turn under G as well, so no QP in it can be destroyed
+      // before it runs (destroy takes G and unschedules).
+      Guard r(c->rmu);
       const Clock::time_point now = Clock::now();
       for (size_t i = 0; i < c->timed.size();) {
         QpCore* q = c->timed[i];
@@ -320,35 +386,25 @@ void engine_main(CtxCore* c) {
           c->timed[i] = c->timed.back();
           c->timed.pop_back();
           q->in_timed = false;
-          schedule(q);
+          if (!q->in_ready) {
+            c->ready.push_back(q);
+            q->in_ready = true;
+          }
         } else {
-          next = std::min(next, q->wake_at);
           ++i;
         }
       }
+      turn.clear();
+      while (!c->ready.empty() && turn.size() < kBatch / kPerQp) {
+        QpCore* q = c->ready.front();
+        c->ready.pop_front();
+        q->in_ready = false;
+        turn.push_back(q);
+      }
     }
-    if (c->ready.empty()) {
-      c->idle = true;
-      if (next == Clock::time_point::max())
-        c->cv.wait(lk);
-      else
-        c->cv.wait_until(lk, next);
-      c->idle = false;
-      continue;
-    }
-    int budget = kBatch;
-    while (budget > 0 && !c->ready.empty() && !c->stop) {
-      QpCore* q = c->ready.front();
-      c->ready.pop_front();
-      q->in_ready = false;
-      budget -= std::max(run_qp(q, std::min(budget, kPerQp)), 1);
+    for (QpCore* q : turn) {
+      run_qp(q, kPerQp);
       publish_all();
-    }
-    if (!c->ready.empty()) {
-      // Let posting/polling threads at G between batches.
-      lk.unlock();
-      std::this_thread::yield();
-      lk.lock();
     }
   }
 }
@@ -356,9 +412,9 @@ void engine_main(CtxCore* c) {
 }  // namespace
 
 void schedule(QpCore* q) {
-  if (q->in_ready || q->in_timed || q->blocked_on || q->dead) return;
   CtxCore* c = q->ctx.get();
-  if (c->stop) return;
+  Guard r(c->rmu);
+  if (q->in_ready || q->in_timed || c->stop) return;
   c->ready.push_back(q);
   q->in_ready = true;
   if (c->idle) {
@@ -369,25 +425,31 @@ void schedule(QpCore* q) {
 
 void unschedule(QpCore* q) {
   CtxCore* c = q->ctx.get();
-  if (q->in_ready) {
-    c->ready.erase(std::find(c->ready.begin(), c->ready.end(), q));
-    q->in_ready = false;
+  {
+    Guard r(c->rmu);
+    if (q->in_ready) {
+      c->ready.erase(std::find(c->ready.begin(), c->ready.end(), q));
+      q->in_ready = false;
+    }
+    if (q->in_timed) {
+      c->timed.erase(std::find(c->timed.begin(), c->timed.end(), q));
+      q->in_timed = false;
+    }
   }
-  if (q->in_timed) {
-    c->timed.erase(std::find(c->timed.begin(), c->timed.end(), q));
-    q->in_timed = false;
-  }
-  if (q->blocked_on) {
-    auto& w = q->blocked_on->waiters;
-    w.erase(std::find(w.begin(), w.end(), q));
+  if (QpCore* r = q->blocked_on) {
+    Guard l(r->mu);
+    r->waiters.erase(std::find(r->waiters.begin(), r->waiters.end(), q));
     q->blocked_on = nullptr;
   }
 }
 
 void kick_waiters(QpCore* r) {
-  if (r->waiters.empty()) return;
   std::vector<QpCore*> w;
-  w.swap(r->waiters);
+  {
+    Guard l(r->mu);
+    if (r->waiters.empty()) return;
+    w.swap(r->waiters);
+  }
   for (QpCore* s : w) {
     s->blocked_on = nullptr;
     schedule(s);
@@ -398,7 +460,7 @@ void engine_start(CtxCore* c) { c->thread = std::thread(engine_main, c); }
 
 void engine_stop(CtxCore* c) {
   {
-    Guard g(fabric_mutex());
+    Guard r(c->rmu);
     c->stop = true;
     c->cv.notify_all();
   }

@@ -74,18 +74,24 @@ Transition transition(uint32_t cur, uint32_t next) {
 }
 
 void clear_queues(QpCore* q) {
+  Guard l(q->mu);
   q->sq_head = q->sq_count = 0;
   q->rq_head = q->rq_count = 0;
-  q->rnr_count = 0;
 }
 
+// Pops one WR at a time and pushes after releasing mu: a push can overrun a
+// CQ and re-enter qp_to_error for this QP, which then finds only what is
+// still queued.
 void flush(QpCore* q) {
-  // Pop before pushing: a push can overrun a CQ and re-enter qp_to_error
-  // for this QP, which must then find only what is still queued.
-  while (q->sq_count) {
-    const SendSlot w = q->sq[q->sq_head];
-    q->sq_head = q->sq_head + 1 == q->sq.size() ? 0 : q->sq_head + 1;
-    --q->sq_count;
+  for (;;) {
+    SendSlot w;
+    {
+      Guard l(q->mu);
+      if (!q->sq_count) break;
+      w = q->sq[q->sq_head];
+      q->sq_head = q->sq_head + 1 == q->sq.size() ? 0 : q->sq_head + 1;
+      --q->sq_count;
+    }
     Wc wc;
     wc.wr_id = w.wr_id;
     wc.status = wc_status::WR_FLUSH_ERR;
@@ -94,10 +100,15 @@ void flush(QpCore* q) {
     cq_push(q->scq.get(), wc, false);
   }
   q->rnr_count = 0;
-  while (q->rq_count) {
-    const RecvSlot w = q->rq[q->rq_head];
-    q->rq_head = q->rq_head + 1 == q->rq.size() ? 0 : q->rq_head + 1;
-    --q->rq_count;
+  for (;;) {
+    RecvSlot w;
+    {
+      Guard l(q->mu);
+      if (!q->rq_count) break;
+      w = q->rq[q->rq_head];
+      q->rq_head = q->rq_head + 1 == q->rq.size() ? 0 : q->rq_head + 1;
+      --q->rq_count;
+    }
     Wc wc;
     wc.wr_id = w.wr_id;
     wc.status = wc_status::WR_FLUSH_ERR;
@@ -105,6 +116,11 @@ void flush(QpCore* q) {
     wc.qp_num = q->qpn;
     cq_push(q->rcq.get(), wc, false);
   }
+}
+
+void set_state(QpCore* q, uint32_t st) {
+  Guard l(q->mu);
+  q->state = st;
 }
 
 void check_cap(bool ok, const char* what) {
@@ -115,7 +131,7 @@ void check_cap(bool ok, const char* what) {
 
 void qp_to_error(QpCore* q, uint32_t async_type) {
   if (q->state == qp_state::ERR || q->dead) return;
-  q->state = qp_state::ERR;
+  set_state(q, qp_state::ERR);
   bump_routes();
   unschedule(q);
   kick_waiters(q);
@@ -182,7 +198,7 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
 }
 
 uint32_t SoftQp::state() const {
-  Guard g(fabric_mutex());
+  Guard l(core->mu);
   return core->state;
 }
 
@@ -229,8 +245,9 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
     // Like the kernel: outstanding WRs are discarded without completions.
     unschedule(q);
     clear_queues(q);
+    q->rnr_count = 0;
     q->attr = QpAttr();
-    q->state = qp_state::RESET;
+    set_state(q, qp_state::RESET);
     kick_waiters(q);
     bump_routes();
     return;
@@ -254,107 +271,116 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & m::RETRY_CNT) s.retry_cnt = a.retry_cnt;
   if (mask & m::RNR_RETRY) s.rnr_retry = a.rnr_retry;
   if (mask & m::AV) s.ah = a.ah;
-  q->state = next;
+  set_state(q, next);
   bump_routes();
 }
 
+// Posting takes only the QP's ring lock: validation and the copy into a
+// slot, then a doorbell for the device thread. G is needed only to complete
+// WRs at once on an errored QP (rare).
 void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   const char* verb = "ibv_post_send";
-  Guard g(fabric_mutex());
   QpCore* q = core.get();
   if (bad) *bad = 0;
-  if (q->dead) fail(EINVAL, verb, "the QP is destroyed");
   check_alive(q->ctx.get(), verb);
-  const int64_t delay = q->ctx->delay_us;
+  const int64_t delay = q->ctx->delay_us.load(std::memory_order_relaxed);
   const int64_t now_ns =
       delay ? std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count()
             : 0;
+  std::vector<Wc> flushed;
   size_t posted = 0;
   int err = 0;
   const char* why = nullptr;
-  for (; posted < n; ++posted) {
-    const SendWr& w = wrs[posted];
-    const uint32_t op = w.opcode;
-    if (op != wr_opcode::SEND && op != wr_opcode::SEND_WITH_IMM && op != wr_opcode::RDMA_WRITE &&
-        op != wr_opcode::RDMA_WRITE_WITH_IMM && op != wr_opcode::RDMA_READ) {
-      err = EINVAL, why = "unsupported opcode (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ)";
-      break;
-    }
-    if (w.send_flags & ~uint32_t(send_flag::FENCE | send_flag::SIGNALED | send_flag::SOLICITED |
-                                 send_flag::INLINE)) {
-      err = EINVAL, why = "unknown send flags";
-      break;
-    }
-    if (w.sg.size() > q->cap.max_send_sge) {
-      err = EINVAL, why = "more SGEs than the QP's max_send_sge";
-      break;
-    }
-    const bool inl = w.send_flags & send_flag::INLINE;
-    uint64_t inl_len = 0;
-    if (inl) {
-      if (op == wr_opcode::RDMA_READ) {
-        err = EINVAL, why = "INLINE is only valid for SEND and RDMA_WRITE";
+  bool appended = false;
+  {
+    Guard l(q->mu);
+    if (q->dead) err = EINVAL, why = "the QP is destroyed";
+    for (; !err && posted < n; ++posted) {
+      const SendWr& w = wrs[posted];
+      const uint32_t op = w.opcode;
+      if (op != wr_opcode::SEND && op != wr_opcode::SEND_WITH_IMM && op != wr_opcode::RDMA_WRITE &&
+          op != wr_opcode::RDMA_WRITE_WITH_IMM && op != wr_opcode::RDMA_READ) {
+        err = EINVAL, why = "unsupported opcode (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ)";
         break;
       }
-      for (const Sge& s : w.sg) {
-        if (!s.addr && s.length) {
-          err = EINVAL, why = "inline SGE with a null address";
+      if (w.send_flags & ~uint32_t(send_flag::FENCE | send_flag::SIGNALED | send_flag::SOLICITED |
+                                   send_flag::INLINE)) {
+        err = EINVAL, why = "unknown send flags";
+        break;
+      }
+      if (w.sg.size() > q->cap.max_send_sge) {
+        err = EINVAL, why = "more SGEs than the QP's max_send_sge";
+        break;
+      }
+      const bool inl = w.send_flags & send_flag::INLINE;
+      uint64_t inl_len = 0;
+      if (inl) {
+        if (op == wr_opcode::RDMA_READ) {
+          err = EINVAL, why = "INLINE is only valid for SEND and RDMA_WRITE";
           break;
         }
-        inl_len += s.length;
+        for (const Sge& sg : w.sg) {
+          if (!sg.addr && sg.length) err = EINVAL, why = "inline SGE with a null address";
+          inl_len += sg.length;
+        }
+        if (err) break;
+        if (inl_len > q->cap.max_inline_data) {
+          err = EINVAL, why = "inline data larger than the QP's max_inline_data";
+          break;
+        }
       }
-      if (err) break;
-      if (inl_len > q->cap.max_inline_data) {
-        err = EINVAL, why = "inline data larger than the QP's max_inline_data";
+      if (q->state == qp_state::ERR) {
+        // Hardware accepts posts on an errored QP and flushes them at once.
+        Wc wc;
+        wc.wr_id = w.wr_id;
+        wc.status = wc_status::WR_FLUSH_ERR;
+        wc.opcode = wc_opcode_of(op);
+        wc.qp_num = q->qpn;
+        flushed.push_back(wc);
+        continue;
+      }
+      if (q->state != qp_state::RTS) {
+        err = EINVAL, why = "the QP is not in RTS";
         break;
       }
-    }
-    if (q->state == qp_state::ERR) {
-      // Hardware accepts posts on an errored QP and flushes them at once.
-      Wc wc;
-      wc.wr_id = w.wr_id;
-      wc.status = wc_status::WR_FLUSH_ERR;
-      wc.opcode = wc_opcode_of(op);
-      wc.qp_num = q->qpn;
-      cq_push(q->scq.get(), wc, false);
-      continue;
-    }
-    if (q->state != qp_state::RTS) {
-      err = EINVAL, why = "the QP is not in RTS";
-      break;
-    }
-    if (q->sq_count >= q->sq.size()) {
-      err = ENOMEM, why = "the send queue is full (max_send_wr WRs outstanding)";
-      break;
-    }
-    uint32_t idx = q->sq_head + q->sq_count;
-    if (idx >= q->sq.size()) idx -= uint32_t(q->sq.size());
-    SendSlot& s = q->sq[idx];
-    s.wr_id = w.wr_id;
-    s.remote_addr = w.remote_addr;
-    s.seq = ++q->sq_seq;
-    s.not_before_ns = delay ? now_ns + delay * 1000 : 0;
-    s.opcode = op;
-    s.flags = w.send_flags;
-    s.imm = w.imm;
-    s.rkey = w.rkey;
-    if (inl) {
-      // Copied now: the caller may reuse the buffer as soon as we return.
-      uint8_t* dst = q->sq_inline(idx);
-      for (const Sge& sg : w.sg) {
-        if (sg.length) std::memcpy(dst, reinterpret_cast<const void*>(sg.addr), sg.length);
-        dst += sg.length;
+      if (q->sq_count >= q->sq.size()) {
+        err = ENOMEM, why = "the send queue is full (max_send_wr WRs outstanding)";
+        break;
       }
-      s.inline_len = uint32_t(inl_len);
-      s.nsge = 0;
-    } else {
-      s.inline_len = 0;
-      s.nsge = uint32_t(w.sg.size());
-      if (s.nsge) std::memcpy(q->sq_sges(idx), w.sg.data(), s.nsge * sizeof(Sge));
+      uint32_t idx = q->sq_head + q->sq_count;
+      if (idx >= q->sq.size()) idx -= uint32_t(q->sq.size());
+      SendSlot& s = q->sq[idx];
+      s.wr_id = w.wr_id;
+      s.remote_addr = w.remote_addr;
+      s.seq = ++q->sq_seq;
+      s.not_before_ns = delay ? now_ns + delay * 1000 : 0;
+      s.opcode = op;
+      s.flags = w.send_flags;
+      s.imm = w.imm;
+      s.rkey = w.rkey;
+      if (inl) {
+        // Copied now: the caller may reuse the buffer as soon as we return.
+        uint8_t* dst = q->sq_inline(idx);
+        for (const Sge& sg : w.sg) {
+          if (sg.length) std::memcpy(dst, reinterpret_cast<const void*>(sg.addr), sg.length);
+          dst += sg.length;
+        }
+        s.inline_len = uint32_t(inl_len);
+        s.nsge = 0;
+      } else {
+        s.inline_len = 0;
+        s.nsge = uint32_t(w.sg.size());
+        if (s.nsge) std::memcpy(q->sq_sges(idx), w.sg.data(), s.nsge * sizeof(Sge));
+      }
+      ++q->sq_count;
+      appended = true;
     }
-    ++q->sq_count;
   }
-  if (q->state == qp_state::RTS && q->sq_count) schedule(q);
+  if (!flushed.empty()) {
+    Guard g(fabric_mutex());
+    for (const Wc& wc : flushed) cq_push(q->scq.get(), wc, false);
+  }
+  if (appended) schedule(q);
   if (err) {
     if (bad) *bad = posted;
     fail(err, verb, why);
@@ -363,46 +389,57 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
 
 void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   const char* verb = "ibv_post_recv";
-  Guard g(fabric_mutex());
   QpCore* q = core.get();
   if (bad) *bad = 0;
-  if (q->dead) fail(EINVAL, verb, "the QP is destroyed");
   check_alive(q->ctx.get(), verb);
+  std::vector<Wc> flushed;
   size_t posted = 0;
   int err = 0;
   const char* why = nullptr;
-  for (; posted < n; ++posted) {
-    const RecvWr& w = wrs[posted];
-    if (w.sg.size() > q->cap.max_recv_sge) {
-      err = EINVAL, why = "more SGEs than the QP's max_recv_sge";
-      break;
+  bool kick = false;
+  {
+    Guard l(q->mu);
+    if (q->dead) err = EINVAL, why = "the QP is destroyed";
+    for (; !err && posted < n; ++posted) {
+      const RecvWr& w = wrs[posted];
+      if (w.sg.size() > q->cap.max_recv_sge) {
+        err = EINVAL, why = "more SGEs than the QP's max_recv_sge";
+        break;
+      }
+      if (q->state == qp_state::ERR) {
+        Wc wc;
+        wc.wr_id = w.wr_id;
+        wc.status = wc_status::WR_FLUSH_ERR;
+        wc.opcode = wc_opcode::RECV;
+        wc.qp_num = q->qpn;
+        flushed.push_back(wc);
+        continue;
+      }
+      if (q->state == qp_state::RESET) {
+        err = EINVAL, why = "the QP is in RESET (receives may be posted from INIT on)";
+        break;
+      }
+      if (q->rq_count >= q->rq.size()) {
+        err = ENOMEM, why = "the receive queue is full (max_recv_wr WRs outstanding)";
+        break;
+      }
+      uint32_t idx = q->rq_head + q->rq_count;
+      if (idx >= q->rq.size()) idx -= uint32_t(q->rq.size());
+      RecvSlot& s = q->rq[idx];
+      s.wr_id = w.wr_id;
+      s.nsge = uint32_t(w.sg.size());
+      if (s.nsge) std::memcpy(q->rq_sges(idx), w.sg.data(), s.nsge * sizeof(Sge));
+      ++q->rq_count;
     }
-    if (q->state == qp_state::ERR) {
-      Wc wc;
-      wc.wr_id = w.wr_id;
-      wc.status = wc_status::WR_FLUSH_ERR;
-      wc.opcode = wc_opcode::RECV;
-      wc.qp_num = q->qpn;
-      cq_push(q->rcq.get(), wc, false);
-      continue;
-    }
-    if (q->state == qp_state::RESET) {
-      err = EINVAL, why = "the QP is in RESET (receives may be posted from INIT on)";
-      break;
-    }
-    if (q->rq_count >= q->rq.size()) {
-      err = ENOMEM, why = "the receive queue is full (max_recv_wr WRs outstanding)";
-      break;
-    }
-    uint32_t idx = q->rq_head + q->rq_count;
-    if (idx >= q->rq.size()) idx -= uint32_t(q->rq.size());
-    RecvSlot& s = q->rq[idx];
-    s.wr_id = w.wr_id;
-    s.nsge = uint32_t(w.sg.size());
-    if (s.nsge) std::memcpy(q->rq_sges(idx), w.sg.data(), s.nsge * sizeof(Sge));
-    ++q->rq_count;
+    // Requesters parked in an infinite RNR wait register under this lock,
+    // so this check cannot miss one.
+    kick = posted && !q->waiters.empty();
   }
-  if (posted && !q->waiters.empty()) kick_waiters(q);
+  if (!flushed.empty() || kick) {
+    Guard g(fabric_mutex());
+    for (const Wc& wc : flushed) cq_push(q->rcq.get(), wc, false);
+    if (kick) kick_waiters(q);
+  }
   if (err) {
     if (bad) *bad = posted;
     fail(err, verb, why);
@@ -423,8 +460,11 @@ static void release(QpCore* q) {
   clear_queues(q);
   --q->pd->nqps;
   ctx->qps.erase(q);
-  q->state = qp_state::RESET;
-  q->dead = true;
+  {
+    Guard l(q->mu);
+    q->state = qp_state::RESET;
+    q->dead = true;
+  }
   q->handle = nullptr;
 }
 

@@ -1,0 +1,24 @@
+import { defaultDeviceName } from '../../verbs';
+import { helpText, parseArgs, UsageError } from '../args';
+import { resolveOptions, SPECS, SUMMARY, USAGE } from '../pingpong/options';
+import { runClient, runLoopback, runServer } from '../pingpong/run';
+import type { Command } from './index';
+
+/** `rx-verbs pingpong`: ibv_rc_pingpong, interoperable with it, on the rx-verbs pipeline. */
+export const pingpong: Command = {
+  summary: 'RC ping-pong, compatible with ibv_rc_pingpong (server, client or --loopback)',
+  async run(argv) {
+    const parsed = parseArgs(argv, SPECS);
+    if (parsed.options.help) {
+      process.stdout.write(helpText(USAGE, SUMMARY, SPECS));
+      return 0;
+    }
+    const opts = resolveOptions(parsed, defaultDeviceName);
+    if (opts.tcpPort === 0 && opts.server !== undefined) throw new UsageError('the client needs the server\'s TCP port (-p)');
+    const print = (line: string) => process.stdout.write(`${line}\n`);
+    if (opts.loopback) await runLoopback(opts, print);
+    else if (opts.server !== undefined) await runClient(opts, print);
+    else await runServer(opts, print);
+    return 0;
+  },
+};

@@ -1,0 +1,77 @@
+/**
+ * The two ways to wait for completions, as rc_pingpong has them:
+ * - polling (default): spin on `cq.poll()` until every side is done. It holds
+ *   the event loop, like rc_pingpong's busy loop; with `--loopback` one loop
+ *   drives both sides, in turns.
+ * - events (`-e`): sleep on the completion channel through the rx-verbs
+ *   pipeline — `channel.events$` with `rearm()`, `ackEvents()`, `drainCq()`
+ *   (`--pipeline operators`), or the native fast path `cq.completions$`
+ *   (`--pipeline native`, event -> ack -> re-arm -> poll done in C++).
+ */
+import { Subscription } from 'rxjs';
+import { ackEvents, drainCq, rearm } from '../../operators';
+import type { WcBatch } from '../../verbs';
+import type { Side } from './side';
+
+/** How `-e` consumes the channel. */
+export type Pipeline = 'operators' | 'native';
+
+/** Polls the sides' CQs in turns until all are done (synchronous). */
+export function pollUntilDone(sides: readonly Side[]): void {
+  let live = sides.filter((s) => !s.done);
+  while (live.length > 0) {
+    for (const side of live) {
+      const batch = side.cq.poll(16);
+      if (batch.length > 0) side.handle(batch);
+    }
+    if (live.some((s) => s.done)) live = live.filter((s) => !s.done);
+  }
+}
+
+/**
+ * Sleeps on `side`'s completion channel until it is done. The CQ is armed
+ * after subscribing and polled once after arming (what was queued before the
+ * arm raises no event); the pipeline then re-arms on every event and polls
+ * the CQ empty, so nothing that lands between a poll and an arm is lost.
+ */
+export function eventsUntilDone(side: Side, pipeline: Pipeline): Promise<void> {
+  const channel = side.channel;
+  if (!channel) return Promise.reject(new Error('events mode needs a completion channel'));
+  return new Promise<void>((resolve, reject) => {
+    let subscription: Subscription | undefined;
+    let finished = false;
+    const finish = (err?: unknown) => {
+      if (finished) return;
+      finished = true;
+      subscription?.unsubscribe(); // ackEvents flushes its acks here
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onBatch = (batch: WcBatch) => {
+      if (finished) return;
+      try {
+        side.handle(batch);
+      } catch (err) {
+        finish(err);
+        return;
+      }
+      if (side.done) finish();
+    };
+    if (pipeline === 'native') {
+      // the fast path arms and polls when it starts
+      subscription = side.cq.completions$.subscribe({ next: onBatch, error: finish });
+    } else {
+      subscription = channel.events$
+        .pipe(rearm(), ackEvents({ every: 16 }), drainCq({ max: 16 }))
+        .subscribe({ next: onBatch, error: finish });
+      try {
+        side.cq.requestNotify();
+        const first = side.cq.poll(16);
+        if (first.length > 0) onBatch(first);
+      } catch (err) {
+        finish(err);
+      }
+    }
+    if (finished) subscription.unsubscribe();
+  });
+}

@@ -1,0 +1,133 @@
+/**
+ * `rx-verbs pingpong` on soft0: the built CLI (dist/cli/main.js, made by
+ * `npm run build:ts`, which `npm test` runs first) in --loopback mode, with
+ * polling and with both event pipelines; plus the connection exchange of
+ * ibv_rc_pingpong, byte for byte. Interop with the real ibv_rc_pingpong runs
+ * on rxe0 in the VM (test/rxe).
+ */
+import { execFile } from 'child_process';
+import * as net from 'net';
+import * as path from 'path';
+import { decodeDest, encodeDest, formatGid, listen, exchangeAsClient, MESSAGE_BYTES, gidBytes, gidString } from '../../src/cli/pingpong/wire';
+
+const MAIN = path.resolve(__dirname, '../../dist/cli/main.js');
+
+function cli(args: string[], timeout = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, 'pingpong', ...args], { timeout }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Both sides' report lines, as rc_pingpong prints them, with the right figures. */
+function expectReports(stdout: string, size: number, iters: number): void {
+  for (const side of ['server', 'client']) {
+    expect(stdout).toMatch(new RegExp(`^\\[${side}\\] ${size * iters * 2} bytes in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d Mbit/sec$`, 'm'));
+    expect(stdout).toMatch(new RegExp(`^\\[${side}\\] ${iters} iters in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d usec/iter$`, 'm'));
+    expect(stdout).toMatch(new RegExp(`^\\[${side}\\]  local address:  LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID `, 'm'));
+  }
+}
+
+describe('rx-verbs pingpong --loopback on soft0', () => {
+  it.each([
+    ['polling', [], 64, 500],
+    ['polling, 64 KiB', [], 65536, 100],
+    ['events, operators pipeline', ['-e'], 4096, 300],
+    ['events, native pipeline', ['-e', '--pipeline', 'native'], 4096, 300],
+    ['events, small rx-depth', ['-e', '-r', '2'], 64, 200],
+  ])('%s', async (_name, extra, size, iters) => {
+    const r = await cli(['--loopback', '-d', 'soft0', '-p', '0', '-s', String(size), '-n', String(iters), ...(extra as string[])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expectReports(r.stdout, size as number, iters as number);
+  });
+
+  it('says to use --loopback when asked to serve on a soft device', async () => {
+    const r = await cli(['-d', 'soft0', '-p', '0']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/soft device.*--loopback/);
+  });
+
+  it('rejects bad options with a usage error (exit 2)', async () => {
+    const r = await cli(['--loopback', '-m', '1000']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--mtu must be one of/);
+  });
+
+  it('--help says how soft devices are used', async () => {
+    const r = await cli(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/--loopback/);
+    expect(r.stdout).toMatch(/-e, --events/);
+  });
+});
+
+describe("ibv_rc_pingpong's connection exchange", () => {
+  const dest = { lid: 0x12, qpn: 0xabcdef, psn: 0x123456, gid: gidBytes('0000:0000:0000:0000:0000:ffff:7f00:0001') };
+
+  it('encodes LID:QPN:PSN:GID as 51 characters and a NUL', () => {
+    const msg = encodeDest(dest);
+    expect(msg.length).toBe(MESSAGE_BYTES);
+    expect(MESSAGE_BYTES).toBe(52);
+    expect(msg.toString('latin1')).toBe('0012:abcdef:123456:00000000000000000000ffff7f000001\0');
+    expect(decodeDest(msg)).toEqual(dest);
+  });
+
+  it('rejects a malformed message', () => {
+    expect(() => decodeDest(Buffer.from('hello\0'))).toThrow(/malformed/);
+  });
+
+  it('formats GIDs like inet_ntop', () => {
+    expect(formatGid(dest.gid)).toBe('::ffff:127.0.0.1');
+    expect(formatGid(new Uint8Array(16))).toBe('::');
+    expect(formatGid(gidBytes('fe80:0000:0000:0000:0200:00ff:fe00:0000'))).toBe('fe80::200:ff:fe00:0');
+    expect(gidString(dest.gid)).toBe('0000:0000:0000:0000:0000:ffff:7f00:0001');
+  });
+
+  it('server side: speaks to a client written like rc_pingpong (52 bytes out, 52 in, "done")', async () => {
+    const listener = await listen(0, '127.0.0.1');
+    const connected: unknown[] = [];
+    const serverMine = { ...dest, qpn: 0x42 };
+    const served = listener.exchange(serverMine, (r) => connected.push(r));
+    const socket = net.connect({ host: '127.0.0.1', port: listener.port });
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(Buffer.from('0000:000007:000009:00000000000000000000000000000000\0', 'latin1'));
+    const reply = await new Promise<Buffer>((resolve) => {
+      let got = Buffer.alloc(0);
+      socket.on('data', (b) => {
+        got = Buffer.concat([got, b]);
+        if (got.length >= 52) resolve(got);
+      });
+    });
+    socket.end(Buffer.from('done\0', 'latin1'));
+    const remote = await served;
+    expect(reply.length).toBe(52);
+    expect(decodeDest(reply)).toEqual(serverMine);
+    expect(remote).toEqual({ lid: 0, qpn: 7, psn: 9, gid: new Uint8Array(16) });
+    expect(connected).toEqual([remote]); // the QP is connected before the answer goes out
+  });
+
+  it('client side: sends first, reads the answer, ends with "done\\0"', async () => {
+    const received: Buffer[] = [];
+    const server = net.createServer((s) => {
+      s.on('data', (b) => {
+        received.push(b);
+        if (Buffer.concat(received).length === 52) s.write(encodeDest({ ...dest, qpn: 0x99 }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const remote = await exchangeAsClient('127.0.0.1', port, dest);
+      expect(remote.qpn).toBe(0x99);
+      await new Promise((r) => setTimeout(r, 50));
+      const all = Buffer.concat(received);
+      expect(all.subarray(0, 52)).toEqual(encodeDest(dest));
+      expect(all.subarray(52).toString('latin1')).toBe('done\0');
+    } finally {
+      server.close();
+    }
+  });
+});

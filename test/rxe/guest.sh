@@ -1,0 +1,147 @@
+#!/bin/bash
+# Runs INSIDE the rxe VM (started by init, chrooted into the host's root file
+# system, read-only). Creates the Soft-RoCE device rxe0 on the guest's
+# loopback, then runs the parts asked for in $RXE_OUT/guest.env:
+#   jest     the native test suite on rxe0, in ONE node process (jest --runInBand)
+#   interop  rx-verbs pingpong against rdma-core's ibv_rc_pingpong, both roles
+# Everything it learns goes to $RXE_OUT (the writable results share):
+#   device.txt, jest.json, jest.log, interop.tsv, interop/*.log, status
+# and a compact log goes to the console. Exit status: 0 if every part passed.
+set -u
+OUT=${RXE_OUT:?RXE_OUT is set by init}
+# shellcheck source=/dev/null
+. "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_INTEROP_CASES
+cd "$RXE_PROJECT" || exit 90
+
+T0=$EPOCHREALTIME
+log() { printf 'GUEST[%6.1fs] %s\n' "$(awk "BEGIN{print $EPOCHREALTIME-$T0}")" "$*"; }
+elapsed() { awk "BEGIN{printf \"%.1f\", $EPOCHREALTIME-$1}"; }
+status() { echo "$*" >> "$OUT/status"; }   # "<part> <rc> <seconds>" lines for the host
+
+log "kernel $(uname -r), $(nproc) vCPUs; parts: $RXE_PARTS"
+
+# --- the device -------------------------------------------------------------
+ip link set lo up
+if ! rdma link add rxe0 type rxe netdev lo; then
+  log "FAILED: rdma link add rxe0 type rxe netdev lo"; status "device 1 0"; exit 1
+fi
+GIDS=/sys/class/infiniband/rxe0/ports/1/gids
+# The RoCE v2 GID of 127.0.0.1 (IPv4-mapped ::ffff:127.0.0.1); one grep.
+GID_FILE=$(grep -l '^0000:0000:0000:0000:0000:ffff:7f00:0001$' "$GIDS"/* | head -1)
+if [ -z "$GID_FILE" ]; then
+  log "FAILED: no ::ffff:127.0.0.1 GID on rxe0"; (cd "$GIDS" && grep -H . ./*) | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$'
+  status "device 1 0"; exit 1
+fi
+GID_IDX=${GID_FILE##*/}
+{ ibv_devinfo -v -d rxe0; echo "gid index of ::ffff:127.0.0.1: $GID_IDX"; } > "$OUT/device.txt" 2>&1
+log "rxe0 on lo: $(rdma link show rxe0/1 | sed 's/.*state/state/'), GID index $GID_IDX"
+status "device 0 0"
+echo "$GID_IDX" > "$OUT/gid-index"
+
+rc_all=0
+has_part() { case " $RXE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# --- jest: the native suite on rxe0, one node process ------------------------
+if has_part jest; then
+  log "jest: ${RXE_JEST_ARGS[*]}"
+  t=$EPOCHREALTIME
+  # --ci: no snapshot writes; the cache lives in the guest's tmpfs (seeded
+  # from the host's warm cache when run.sh prepared one).
+  cache=/tmp/jest-cache
+  if [ -d "$OUT/jest-cache" ]; then cp -a "$OUT/jest-cache" "$cache"; fi
+  RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX \
+    timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \
+      --runInBand --ci --forceExit --cacheDirectory="$cache" \
+      --json --outputFile="$OUT/jest.json" "${RXE_JEST_ARGS[@]}" > "$OUT/jest.log" 2>&1
+  rc=$?
+  # the compact part of jest's log: file verdicts, failures, totals
+  grep -E '^(PASS|FAIL) |●|^Tests:|^Test Suites:|^Time:' "$OUT/jest.log" | grep -v '● Console' | head -80
+  log "jest: exit $rc in $(elapsed "$t")s"
+  status "jest $rc $(elapsed "$t")"
+  [ $rc -eq 0 ] || rc_all=1
+fi
+
+# --- interop: rx-verbs pingpong <-> ibv_rc_pingpong --------------------------
+OURS=(node "$RXE_PROJECT/dist/cli/main.js" pingpong)
+THEIRS=(ibv_rc_pingpong)
+
+# Waits until something listens on 127.0.0.1:$1 (or any address), <= $2 s.
+wait_listen() {
+  local hex deadline
+  hex=$(printf '%04X' "$1")
+  deadline=$(( ${EPOCHSECONDS} + $2 ))
+  while [ "$EPOCHSECONDS" -le "$deadline" ]; do
+    # state 0A = LISTEN; local address column ends in :PORT
+    grep -qE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# The report lines both implementations print; checks the figures too.
+check_report() { # file size iters
+  local f=$1 size=$2 iters=$3
+  grep -qE "^$((size * iters * 2)) bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$f" &&
+    grep -qE "^$iters iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f"
+}
+
+# One pingpong run: server in the background, client in the foreground.
+# case: name server client size iters events(0|1)
+pp_case() {
+  local name=$1 server=$2 client=$3 size=$4 iters=$5 events=$6 port=$7
+  local args=(-d rxe0 -g "$GID_IDX" -s "$size" -n "$iters" -p "$port")
+  [ "$events" = 1 ] && args+=(-e)
+  local srv cli
+  if [ "$server" = ours ]; then srv=("${OURS[@]}"); else srv=("${THEIRS[@]}"); fi
+  if [ "$client" = ours ]; then cli=("${OURS[@]}"); else cli=("${THEIRS[@]}"); fi
+  local slog="$OUT/interop/$name.server.log" clog="$OUT/interop/$name.client.log"
+  local t=$EPOCHREALTIME
+  timeout 180 "${srv[@]}" "${args[@]}" > "$slog" 2>&1 &
+  local spid=$!
+  local crc=125
+  if wait_listen "$port" 60; then
+    timeout 180 "${cli[@]}" "${args[@]}" 127.0.0.1 > "$clog" 2>&1
+    crc=$?
+  else
+    echo "server did not listen on port $port within 60 s" > "$clog"
+    kill "$spid" 2>/dev/null
+  fi
+  wait "$spid"
+  local src=$?
+  local ok=PASS
+  [ $src -eq 0 ] && [ $crc -eq 0 ] && check_report "$slog" "$size" "$iters" && check_report "$clog" "$size" "$iters" || ok=FAIL
+  local mbit
+  mbit=$(sed -n 's/.* = \([0-9.]*\) Mbit\/sec$/\1/p' "$clog" | head -1)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$server" "$client" "$size" "$iters" \
+    "$([ "$events" = 1 ] && echo events || echo poll)" "$src" "$crc" "$ok" "$(elapsed "$t")" "${mbit:--}" >> "$OUT/interop.tsv"
+  log "interop $(printf '%-28s' "$name") server=$server rc=$src client=$client rc=$crc  $ok ($(elapsed "$t")s)"
+  if [ $ok = FAIL ]; then
+    sed 's/^/    server| /' "$slog" | tail -8
+    sed 's/^/    client| /' "$clog" | tail -8
+    return 1
+  fi
+}
+
+if has_part interop; then
+  mkdir -p "$OUT/interop"
+  printf 'name\tserver\tclient\tsize\titers\tmode\tserver_rc\tclient_rc\tresult\tseconds\tclient_mbit\n' > "$OUT/interop.tsv"
+  t=$EPOCHREALTIME
+  if [ ! -f "$RXE_PROJECT/dist/cli/main.js" ]; then
+    log "interop: dist/cli/main.js missing (build with npx tsc -p tsconfig.build.json)"; status "interop 1 0"; rc_all=1
+  else
+    irc=0 port=18515
+    # cases: "server client size iters events"
+    while read -r server client size iters events; do
+      [ -n "$server" ] || continue
+      pp_case "$server-$client-$size-$([ "$events" = 1 ] && echo ev || echo poll)" \
+        "$server" "$client" "$size" "$iters" "$events" "$port" || irc=1
+      port=$((port + 1))
+    done <<< "$RXE_INTEROP_CASES"
+    log "interop: exit $irc in $(elapsed "$t")s"
+    status "interop $irc $(elapsed "$t")"
+    [ $irc -eq 0 ] || rc_all=1
+  fi
+fi
+
+log "done, exit $rc_all"
+exit $rc_all
