@@ -115,8 +115,15 @@ export interface NativeQpCap {
   maxInlineData: number;
 }
 
-/** Called once per channel wakeup: explicit events, and fast-path results as `[cq, ArrayBuffer | Error, ...]`. */
-export type NativeWakeup = (events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null) => void;
+/** Receives channel wakeups: explicit events, and fast-path results as `[cq, ArrayBuffer | Error, ...]`. */
+export interface WakeupOwner {
+  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null): void;
+}
+
+/** Receives async events (already acked). */
+export interface AsyncOwner {
+  handleAsync(events: NativeAsyncEvent[]): void;
+}
 
 /** An open device (`ibv_context`). */
 export declare class NativeContext {
@@ -130,7 +137,8 @@ export declare class NativeContext {
   allocPd(): NativePd;
   createCompChannel(): NativeChannel;
   createCq(cqe: number, channel: NativeChannel | null, compVector?: number): NativeCq;
-  watchAsync(callback: ((events: NativeAsyncEvent[]) => void) | null): void;
+  /** Held weakly: async events alone never keep a context alive. */
+  watchAsync(owner: AsyncOwner | null): void;
   readAsyncEvents(): NativeAsyncEvent[];
   inject(kind: string, ...args: unknown[]): void;
   close(): void;
@@ -167,7 +175,8 @@ export declare class NativeChannel {
   budget: number;
   readonly wakeups: { total: number; spurious: number };
   tryGetEvent(): NativeCq | null;
-  onWakeup(callback: NativeWakeup | null): void;
+  /** Held weakly, strongly while watching (a subscription owns the channel). */
+  setOwner(owner: WakeupOwner): void;
   watch(on: boolean): void;
   ref(): this;
   unref(): this;

@@ -5,6 +5,7 @@
 #include "cq.h"
 #include "util/deliver.h"
 
+
 namespace rxv {
 
 Napi::Function ChannelWrap::Init(Napi::Env env) {
@@ -18,7 +19,7 @@ Napi::Function ChannelWrap::Init(Napi::Env env) {
           InstanceAccessor<&ChannelWrap::Budget, &ChannelWrap::SetBudget>("budget"),
           InstanceAccessor<&ChannelWrap::Wakeups>("wakeups"),
           InstanceMethod<&ChannelWrap::TryGetEvent>("tryGetEvent"),
-          InstanceMethod<&ChannelWrap::OnWakeup>("onWakeup"),
+          InstanceMethod<&ChannelWrap::SetOwner>("setOwner"),
           InstanceMethod<&ChannelWrap::Watch>("watch"),
           InstanceMethod<&ChannelWrap::RefJs>("ref"),
           InstanceMethod<&ChannelWrap::UnrefJs>("unref"),
@@ -37,7 +38,7 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
     delete raw;
     throw;
   }
-  Unwrap(o)->context_ = Napi::Persistent(context);
+  SetHidden(o, kParentKey, context);
   return o;
 }
 
@@ -72,14 +73,17 @@ void ChannelWrap::Close(bool force) {
   }
   BeginClose();
   poll_.Close();
-  if (watching_ && !addon_->tearing_down) Unref();
   watching_ = false;
-  if (!addon_->tearing_down) {
-    callback_.Reset();
-    context_.Reset();
-  }
+  if (!addon_->tearing_down) owner_.Reset();
+  DetachCqs();
   async_ctx_.reset();
   ch_.reset();
+}
+
+// CQs left when the channel goes at teardown or GC must not point at it.
+void ChannelWrap::DetachCqs() {
+  for (CqWrap* cq : cqs_) cq->DetachChannel();
+  cqs_.clear();
 }
 
 Napi::Value ChannelWrap::CloseJs(const Napi::CallbackInfo& info) {
@@ -171,22 +175,25 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
     }
   });
   napi_value fast = ServiceFast(env);
-  if (fast && !callback_.IsEmpty()) {
-    callback_.Call(Value(), {env.Null(), Napi::Value(env, fast)});
+  if (fast && !owner_.IsEmpty() && !owner_.Value().IsEmpty()) {
+    Napi::Object owner = owner_.Value();
+    owner.Get("handleWakeup").As<Napi::Function>().Call(owner, {env.Null(), Napi::Value(env, fast)});
   }
   return found ? Napi::Value(found->Value()) : env.Null();
 }
 
-// onWakeup(callback(events: Cq[] | null, fast: [Cq, ArrayBuffer|Error, ...] | null))
-Napi::Value ChannelWrap::OnWakeup(const Napi::CallbackInfo& info) {
+// setOwner(owner): wakeups go to owner.handleWakeup(events: Cq[] | null,
+// fast: [Cq, ArrayBuffer|Error, ...] | null), one call per wakeup.
+Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "onWakeup");
-  if (info[0].IsNull() || info[0].IsUndefined()) {
-    callback_.Reset();
-  } else {
-    callback_ = Napi::Persistent(ArgFunction(info, 0, "callback"));
-    if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:channel");
+  Checked(env, "setOwner");
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleWakeup").IsFunction()) {
+    throw Napi::TypeError::New(env, "owner must be an object with a handleWakeup method");
   }
+  if (watching_ && !owner_.IsEmpty()) owner_.Unref();
+  owner_ = Napi::Weak(info[0].As<Napi::Object>());
+  if (watching_) owner_.Ref();
+  if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:channel");
   return env.Undefined();
 }
 
@@ -199,8 +206,8 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
   Channel* ch = Checked(env, "watch");
   bool on = ArgBool(info, 0, "on", true);
   if (on) {
-    if (callback_.IsEmpty()) {
-      throw ErrnoError(env, EINVAL, "watch", "set onWakeup() before watching");
+    if (owner_.IsEmpty()) {
+      throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");
     }
     if (!poll_.Valid()) {
       int rc = poll_.Init(addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
@@ -208,13 +215,13 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
     }
     int rc = poll_.Start();
     if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_start");
-    // While watched the channel is alive for its subscribers even if the
-    // user dropped every reference to it (the subscription is the owner).
-    if (!watching_) Ref();
+    // While watched the owner is alive for its subscribers even if the user
+    // dropped every other reference to it: the subscription owns it.
+    if (!watching_) owner_.Ref();
     watching_ = true;
   } else {
     poll_.Stop();
-    if (watching_) Unref();
+    if (watching_) owner_.Unref();
     watching_ = false;
   }
   ApplyRef();
@@ -242,7 +249,7 @@ Napi::Value ChannelWrap::HasRef(const Napi::CallbackInfo& info) {
 }
 
 void ChannelWrap::OnReadable() {
-  if (closed() || addon_->tearing_down || callback_.IsEmpty()) return;
+  if (closed() || addon_->tearing_down || owner_.IsEmpty()) return;
   napi_env env = Env();
   // Nothing is read while JS cannot take it (a worker being terminated):
   // the events stay pending and the teardown releases them.
@@ -263,7 +270,7 @@ void ChannelWrap::OnReadable() {
   } catch (const VerbsError& e) {
     fprintf(stderr, "rx-verbs: reading the completion channel failed: %s\n", e.what());
     poll_.Stop();
-    if (watching_) Unref();
+    if (watching_) owner_.Unref();
     watching_ = false;
   }
   if (!any) {
@@ -286,11 +293,11 @@ void ChannelWrap::OnReadable() {
   }
   napi_value fast = ok ? ServiceFast(env) : nullptr;
   if (fast) argv[1] = fast;
-  napi_value fn, self;
+  napi_value owner = nullptr, fn;
   if (ok && (fast || !explicit_.empty()) &&
-      napi_get_reference_value(env, static_cast<napi_ref>(callback_), &fn) == napi_ok &&
-      napi_get_reference_value(env, static_cast<napi_ref>(*this), &self) == napi_ok) {
-    DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), self, fn, 2, argv);
+      napi_get_reference_value(env, static_cast<napi_ref>(owner_), &owner) == napi_ok && owner &&
+      napi_get_named_property(env, owner, "handleWakeup", &fn) == napi_ok) {
+    DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 2, argv);
   }
   napi_close_handle_scope(env, scope);
 }

@@ -36,9 +36,10 @@ class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
     ThrowIfClosed(env, verb);
     return ch_.get();
   }
-  Napi::Value context_object() const { return context_.Value(); }
+  Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   void AddCq(CqWrap* cq) { cqs_.insert(cq); }
   void RemoveCq(CqWrap* cq) { cqs_.erase(cq); }
+  void DetachCqs();
   void Close(bool force) override;
 
  private:
@@ -46,7 +47,7 @@ class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
   Napi::Value Fd(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value TryGetEvent(const Napi::CallbackInfo& info);
-  Napi::Value OnWakeup(const Napi::CallbackInfo& info);
+  Napi::Value SetOwner(const Napi::CallbackInfo& info);
   Napi::Value Watch(const Napi::CallbackInfo& info);
   Napi::Value Watching(const Napi::CallbackInfo& info);
   Napi::Value RefJs(const Napi::CallbackInfo& info);
@@ -67,10 +68,11 @@ class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;
-  Napi::ObjectReference context_;
   std::set<CqWrap*> cqs_;
   UvPoll poll_;
-  Napi::FunctionReference callback_;
+  // The JS object whose handleWakeup(events, fast) receives wakeups. Weak,
+  // except while watching: a subscription then owns the channel.
+  Napi::ObjectReference owner_;
   std::unique_ptr<Napi::AsyncContext> async_ctx_;
   bool watching_ = false;
   bool want_ref_ = true;

@@ -70,7 +70,7 @@ void ContextWrap::Close(bool force) {
   }
   BeginClose();
   async_poll_.Close();
-  if (!addon_->tearing_down) async_cb_.Reset();
+  if (!addon_->tearing_down) owner_.Reset();
   async_ctx_.reset();
   ctx_.reset();
 }
@@ -212,17 +212,21 @@ Napi::Value ContextWrap::ReadAsyncEvents(const Napi::CallbackInfo& info) {
   return Guard(env, [&] { return DrainAsync(env); });
 }
 
-// watchAsync(callback | null): watches the async fd (never keeps the process
-// alive: async events alone are no reason to stay up).
+// watchAsync(owner | null): watches the async fd, handing events to
+// owner.handleAsync(events). Never keeps the process alive: async events
+// alone are no reason to stay up.
 Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Context* c = Checked(env, "ibv_get_async_event");
   if (info[0].IsNull() || info[0].IsUndefined()) {
     async_poll_.Close();
-    async_cb_.Reset();
+    owner_.Reset();
     return env.Undefined();
   }
-  async_cb_ = Napi::Persistent(ArgFunction(info, 0, "callback"));
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleAsync").IsFunction()) {
+    throw Napi::TypeError::New(env, "owner must be an object with a handleAsync method");
+  }
+  owner_ = Napi::Weak(info[0].As<Napi::Object>());
   if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
   if (!async_poll_.Valid()) {
     int rc = async_poll_.Init(addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
@@ -234,8 +238,8 @@ Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
 }
 
 void ContextWrap::OnAsyncReadable() {
-  if (closed() || addon_->tearing_down || async_cb_.IsEmpty()) return;
-  Napi::Env env = async_cb_.Env();
+  if (closed() || addon_->tearing_down || owner_.IsEmpty()) return;
+  Napi::Env env = owner_.Env();
   if (!CanRunJs(env)) return;
   Napi::HandleScope scope(env);
   Napi::Array events;
@@ -247,9 +251,12 @@ void ContextWrap::OnAsyncReadable() {
     return;
   }
   if (events.Length() == 0) return;  // spurious readiness
+  Napi::Value owner = owner_.Value();
+  if (owner.IsEmpty() || !owner.IsObject()) return;
+  Napi::Value fn = owner.As<Napi::Object>().Get("handleAsync");
+  if (!fn.IsFunction()) return;
   napi_value argv[1] = {events};
-  DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), Value(),
-              async_cb_.Value(), 1, argv);
+  DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 1, argv);
 }
 
 static Wc ParseWc(Napi::Env env, Napi::Value v) {

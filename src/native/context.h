@@ -51,7 +51,9 @@ class ContextWrap : public Napi::ObjectWrap<ContextWrap>, public Lifetime {
 
   std::unique_ptr<Context> ctx_;
   UvPoll async_poll_;
-  Napi::FunctionReference async_cb_;
+  // The JS object whose handleAsync(events) receives async events (weak:
+  // async events alone never keep a context alive).
+  Napi::ObjectReference owner_;
   std::unique_ptr<Napi::AsyncContext> async_ctx_;
 };
 

@@ -55,9 +55,9 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
     throw;
   }
   CqWrap* w = Unwrap(o);
-  w->context_ = Napi::Persistent(context);
+  SetHidden(o, kParentKey, context);
   if (chw) {
-    w->channel_ = Napi::Persistent(chw->Value());
+    SetHidden(o, "__rxvChannel", chw->Value());
     w->chw_ = chw;
     chw->AddCq(w);
   }
@@ -101,10 +101,6 @@ void CqWrap::Close(bool force) {
   if (chw_) chw_->RemoveCq(this);
   cq_->user = nullptr;
   cq_.reset();
-  if (!addon_->tearing_down) {
-    channel_.Reset();
-    context_.Reset();
-  }
 }
 
 Napi::Value CqWrap::CloseJs(const Napi::CallbackInfo& info) {

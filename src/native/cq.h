@@ -39,7 +39,8 @@ class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
     ThrowIfClosed(env, verb);
     return cq_.get();
   }
-  Napi::Value context_object() const { return context_.Value(); }
+  Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
+  void DetachChannel() { chw_ = nullptr; }
   void Close(bool force) override;
   void MarkBroken() { broken_ = true; }
 
@@ -73,8 +74,6 @@ class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
   size_t PollToEmpty();
 
   std::unique_ptr<Cq> cq_;
-  Napi::ObjectReference context_;
-  Napi::ObjectReference channel_;
   ChannelWrap* chw_ = nullptr;
   Mode mode_ = Mode::kExplicit;
   bool broken_ = false;

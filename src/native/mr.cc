@@ -29,7 +29,7 @@ Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
     throw;
   }
   MrWrap* w = Unwrap(o);
-  w->pd_ = Napi::Persistent(pd);
+  SetHidden(o, kParentKey, pd);
   w->buffer_ = Napi::Persistent(buffer);
   w->pdw_ = pdw;
   w->lkey_ = raw->lkey();
@@ -58,10 +58,7 @@ void MrWrap::Close(bool force) {
   BeginClose();
   if (pdw_ && !pdw_->closed()) pdw_->RemoveMr(lkey_);
   mr_.reset();
-  if (!addon_->tearing_down) {
-    buffer_.Reset();
-    pd_.Reset();
-  }
+  if (!addon_->tearing_down) buffer_.Reset();
 }
 
 Napi::Value MrWrap::CloseJs(const Napi::CallbackInfo& info) {

@@ -26,6 +26,7 @@ class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
   MrWrap& operator=(const MrWrap&) = delete;
 
   Mr* mr() const { return mr_.get(); }
+  void DetachPd() { pdw_ = nullptr; }
   void Close(bool force) override;
 
  private:
@@ -39,7 +40,9 @@ class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   std::unique_ptr<Mr> mr_;
-  Napi::ObjectReference pd_;
+  // Persistent on purpose: the device may write into the memory until the
+  // MR is destroyed, so it must not be collected first. (A leaf: it refers
+  // to nothing of ours, so this creates no uncollectable cycle.)
   Napi::ObjectReference buffer_;
   PdWrap* pdw_ = nullptr;
   uint32_t lkey_ = 0;

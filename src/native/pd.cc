@@ -27,7 +27,7 @@ Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
     delete raw;
     throw;
   }
-  Unwrap(o)->context_ = Napi::Persistent(context);
+  SetHidden(o, kParentKey, context);
   return o;
 }
 
@@ -50,9 +50,10 @@ void PdWrap::Close(bool force) {
     if (!force) throw;
   }
   BeginClose();
+  // MRs left at teardown or GC must not point at this PD.
+  for (auto& [lkey, mr] : mrs_) mr->DetachPd();
   mrs_.clear();
   pd_.reset();
-  if (!addon_->tearing_down) context_.Reset();
 }
 
 Napi::Value PdWrap::CloseJs(const Napi::CallbackInfo& info) {
@@ -120,8 +121,8 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   Pd::QpInit init;
   init.send_cq = scq->Checked(env, "ibv_create_qp");
   init.recv_cq = rcq->Checked(env, "ibv_create_qp");
-  if (scq->context_object() != context_.Value() ||
-      rcq->context_object() != context_.Value()) {
+  if (scq->context_object() != context_object() ||
+      rcq->context_object() != context_object()) {
     throw ErrnoError(env, EINVAL, "ibv_create_qp",
                      "the CQs belong to another context than the PD");
   }

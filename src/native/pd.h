@@ -36,6 +36,7 @@ class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
 
   void AddMr(uint32_t lkey, MrWrap* mr) { mrs_[lkey] = mr; }
   void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
+  Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   // True when [addr, addr+len) lies inside a live MR of this PD with `lkey`.
   bool CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const;
 
@@ -47,7 +48,6 @@ class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   std::unique_ptr<Pd> pd_;
-  Napi::ObjectReference context_;
   std::map<uint32_t, MrWrap*> mrs_;
 };
 

@@ -33,10 +33,10 @@ Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
     throw;
   }
   QpWrap* w = Unwrap(o);
-  w->pd_ = Napi::Persistent(pd);
+  SetHidden(o, kParentKey, pd);
+  SetHidden(o, "__rxvSendCq", send_cq);
+  SetHidden(o, "__rxvRecvCq", recv_cq);
   w->pdw_ = pdw;
-  w->send_cq_ = Napi::Persistent(send_cq);
-  w->recv_cq_ = Napi::Persistent(recv_cq);
   return o;
 }
 
@@ -62,11 +62,6 @@ void QpWrap::Close(bool force) {
   BeginClose();
   qp_->user = nullptr;
   qp_.reset();
-  if (!addon_->tearing_down) {
-    send_cq_.Reset();
-    recv_cq_.Reset();
-    pd_.Reset();
-  }
 }
 
 Napi::Value QpWrap::CloseJs(const Napi::CallbackInfo& info) {

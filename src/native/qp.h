@@ -46,9 +46,6 @@ class QpWrap : public Napi::ObjectWrap<QpWrap>, public Lifetime {
   std::unique_ptr<Qp> qp_;
   PdWrap* pdw_ = nullptr;
   uint32_t qp_num_ = 0;
-  Napi::ObjectReference pd_;
-  Napi::ObjectReference send_cq_;
-  Napi::ObjectReference recv_cq_;
   std::vector<SendWr> send_wrs_;  // reused between posts
   std::vector<RecvWr> recv_wrs_;
 };

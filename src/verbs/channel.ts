@@ -24,7 +24,7 @@ export class CompletionChannel {
   constructor(native: NativeChannel, context: Context) {
     this.native = native;
     this.context = context;
-    native.onWakeup((events, fast) => this.onWakeup(events, fast));
+    native.setOwner(this);
   }
 
   /** The channel's file descriptor (-1 once closed). */
@@ -129,7 +129,8 @@ export class CompletionChannel {
     this.context.forget(this);
   }
 
-  private onWakeup(events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null): void {
+  /** @internal One call per watcher wakeup (from the addon). */
+  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null): void {
     if (fast) {
       for (let i = 0; i < fast.length; i += 2) {
         (fast[i] as NativeCq & { owner: Cq }).owner.deliver(fast[i + 1] as ArrayBuffer | Error);

@@ -88,7 +88,7 @@ export class Context {
     this.provider = native.provider;
     // Always watched (without keeping the process alive): CQ_ERR and
     // DEVICE_FATAL must reach the hot sources even if nobody listens here.
-    native.watchAsync((events) => this.onAsync(events));
+    native.watchAsync(this);
   }
 
   /** True once closed. */
@@ -218,7 +218,8 @@ export class Context {
     return first;
   }
 
-  private onAsync(events: NativeAsyncEvent[]): void {
+  /** @internal Async events read (and acked) by the addon. */
+  handleAsync(events: NativeAsyncEvent[]): void {
     const source = this.asyncEvents();
     for (const e of events) source.push(this.dispatch(e));
     if (this.fatal) source.error(this.fatal);

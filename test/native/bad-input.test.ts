@@ -75,7 +75,8 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       expectThrow(() => p.cqA.ack(-1), 'RangeError');
       expectThrow(() => p.cqA.ack(1), 'RangeError'); // nothing to ack
       expectThrow(() => p.a.connect(p.b.endpoint(), { mtu: 1000 }), 'RangeError');
-      expectThrow(() => p.a.connect(p.b.endpoint(), { rnrRetry: 8 }), 'RangeError');
+      expectThrow(() => p.a.toRts({ rnrRetry: 8 }), 'RangeError');
+      expectThrow(() => p.a.toRtr(p.b.endpoint(), { minRnrTimer: 32 }), 'RangeError');
       expectThrow(() => p.ctx.queryPort(0), 'RangeError');
       // Many SGEs over the QP's maxSendSge: rejected by the verb, nothing posted.
       expectThrow(() => p.a.postSend({ wrId: 1, sg: Array.from({ length: 5 }, () => ({ mr, length: 1 })) }), 'Error', { code: 'EINVAL', badWr: 0 });
@@ -258,7 +259,10 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       const b = binding();
       const n = p.a.native;
       expectThrow(() => n.postSend(new ArrayBuffer(3), 5), 'RangeError');
-      expectThrow(() => n.postSend(new ArrayBuffer(40), 1), 'RangeError'); // a WR claiming no SGEs is fine, but garbage lkeys...
+      const lying = new Uint8Array(40);
+      new DataView(lying.buffer).setUint32(32, 3, true); // claims 3 SGEs, carries none
+      expectThrow(() => n.postSend(lying, 1), 'RangeError');
+      expectThrow(() => n.postSend(new Uint8Array(40), 2), 'RangeError'); // one WR's bytes, count 2
       expectThrow(() => n.postSend(bad(null), 1), 'TypeError');
       expectThrow(() => n.postSend(new Uint8Array(64), 0), 'RangeError');
       expectThrow(() => n.postSend(new Uint8Array(64), bad('1')), 'TypeError');
@@ -301,6 +305,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
     const script = `
       const b = require(${JSON.stringify(addon)});
       const out = [];
+      let calls = 0;
       const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp'];
       for (const name of classes) {
         const C = b[name];
@@ -310,6 +315,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
           const fns = [d.value, d.get, d.set].filter((f) => typeof f === 'function');
           for (const f of fns) {
             for (const self of [{}, Object.create(C.prototype), null, undefined, 5]) {
+              calls++;
               try { f.call(self, 1, 2, 3); out.push(name + '.' + key + ': no throw'); }
               catch (e) { if (!(e instanceof Error)) out.push(name + '.' + key + ': threw a non-Error'); }
             }
@@ -322,7 +328,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       try { b.Cq.prototype.poll.call(pd, 1); out.push('Cq.poll on a Pd: no throw'); } catch (e) {}
       try { b.Qp.prototype.postSend.call(ctx, new ArrayBuffer(40), 1); out.push('Qp.postSend on a Context: no throw'); } catch (e) {}
       pd.close(); ctx.close();
-      console.log(JSON.stringify(out));
+      console.log(JSON.stringify({ out, calls }));
     `;
     const r = await new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) => {
       const child = execFile(process.execPath, ['-e', script], { timeout: 20_000 }, (_err, stdout, stderr) =>
@@ -330,7 +336,9 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       );
     });
     expect({ code: r.code, signal: r.signal, stderr: r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
-    expect(JSON.parse(r.stdout.trim())).toEqual([]);
+    const res = JSON.parse(r.stdout.trim()) as { out: string[]; calls: number };
+    expect(res.out).toEqual([]);
+    expect(res.calls).toBeGreaterThan(100);
     await expectFreshPairWorks();
   });
 });

@@ -41,6 +41,18 @@ class Lifetime : public Closable {
   bool closed_ = false;
 };
 
+// A child keeps its parents alive through hidden (non-enumerable, read-only)
+// properties on its JS object, not persistent references: the GC then sees
+// the edges and can still collect a whole unreachable family (persistent
+// references would be roots and leak every cycle through JS).
+inline void SetHidden(Napi::Object self, const char* key, Napi::Value v) {
+  self.DefineProperty(Napi::PropertyDescriptor::Value(key, v, napi_default));
+}
+inline Napi::Value GetHidden(Napi::Object self, const char* key) {
+  return self.Get(key);
+}
+constexpr const char* kParentKey = "__rxvParent";
+
 // Reads the native object behind a JS wrapper, checking its class.
 template <typename W>
 W* UnwrapArg(Napi::Env env, Napi::Value v, const Napi::FunctionReference& ctor,
