@@ -1,3 +1,4 @@
+import { isArrayBuffer } from 'util/types';
 import type { NativeCq, NativeCqStats } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import type { CompletionChannel } from './channel';
@@ -140,7 +141,8 @@ export class Cq implements CqLike {
   /** @internal The watcher's fast-path delivery. */
   deliver(payload: ArrayBuffer | Error): void {
     if (!this.source) return;
-    if (payload instanceof Error) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
+    // Checked by kind, not instanceof: the addon's values may come from another realm.
+    if (!isArrayBuffer(payload)) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
     else this.source.push(new WcBatch(payload, payload.byteLength / WC_BYTES));
   }
 
