@@ -1,8 +1,8 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/test/**/*.test.ts'],
+  roots: ['<rootDir>/test', '<rootDir>/examples'],
+  testMatch: ['**/test/**/*.test.ts', '**/examples/**/*.test.js'],
   // The VM suite runs inside QEMU through `npm run test:rxe`.
   testPathIgnorePatterns: ['/node_modules/', '/test/rxe/'],
   transform: { '^.+\\.tsx?$': '@swc/jest' },
