@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// Sums jest --json reports into the one line CI reads: "N passed, N failed".
-// A report that is missing or unreadable counts as one failure. Exits 1 if
-// anything failed.
+// Sums test reports into the one line CI reads: "N passed, N failed".
+// jest --json reports (*.json) count their tests; a *.status file holding
+// "passed" or "failed" counts as one test (a script-level check such as the
+// pack test). A report that is missing or unreadable counts as one failure.
+// Exits 1 if anything failed.
 const fs = require('fs');
 let passed = 0;
 let failed = 0;
@@ -9,6 +11,12 @@ let pending = 0;
 const files = process.argv.slice(2).filter((f) => !f.includes('*'));
 if (files.length === 0) failed++;
 for (const file of files) {
+  if (file.endsWith('.status')) {
+    const word = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : '';
+    if (word === 'passed') passed++;
+    else failed++;
+    continue;
+  }
   try {
     const r = JSON.parse(fs.readFileSync(file, 'utf8'));
     passed += r.numPassedTests;

@@ -16,15 +16,36 @@ import type { Side } from './side';
 /** How `-e` consumes the channel. */
 export type Pipeline = 'operators' | 'native';
 
-/** Polls the sides' CQs in turns until all are done (synchronous). */
-export function pollUntilDone(sides: readonly Side[]): void {
+/** The error when a side makes no progress for `timeoutMs`. */
+function stalled(side: Side, timeoutMs: number): Error {
+  return new Error(
+    `no completion for ${timeoutMs / 1000} s (sent ${side.scnt}, received ${side.rcnt} of ${side.options.iters}): is the peer gone?`,
+  );
+}
+
+/**
+ * Polls the sides' CQs in turns until all are done (synchronous). With
+ * `timeoutMs` > 0 it gives up when no side completed anything for that long.
+ */
+export function pollUntilDone(sides: readonly Side[], timeoutMs = 0): void {
   let live = sides.filter((s) => !s.done);
+  let spins = 0;
+  let lastProgress = Date.now();
   while (live.length > 0) {
+    let progress = false;
     for (const side of live) {
       const batch = side.cq.poll(16);
-      if (batch.length > 0) side.handle(batch);
+      if (batch.length > 0) {
+        side.handle(batch);
+        progress = true;
+      }
     }
-    if (live.some((s) => s.done)) live = live.filter((s) => !s.done);
+    if (progress) {
+      if (live.some((s) => s.done)) live = live.filter((s) => !s.done);
+      if (timeoutMs > 0) lastProgress = Date.now();
+    } else if (timeoutMs > 0 && (++spins & 1023) === 0 && Date.now() - lastProgress > timeoutMs) {
+      throw stalled(live[0], timeoutMs);
+    }
   }
 }
 
@@ -34,15 +55,25 @@ export function pollUntilDone(sides: readonly Side[]): void {
  * arm raises no event); the pipeline then re-arms on every event and polls
  * the CQ empty, so nothing that lands between a poll and an arm is lost.
  */
-export function eventsUntilDone(side: Side, pipeline: Pipeline): Promise<void> {
+export function eventsUntilDone(side: Side, pipeline: Pipeline, timeoutMs = 0): Promise<void> {
   const channel = side.channel;
   if (!channel) return Promise.reject(new Error('events mode needs a completion channel'));
   return new Promise<void>((resolve, reject) => {
     let subscription: Subscription | undefined;
     let finished = false;
+    let watchdog: NodeJS.Timeout | undefined;
+    let seen = -1;
+    if (timeoutMs > 0) {
+      watchdog = setInterval(() => {
+        const now = side.scnt + side.rcnt;
+        if (now === seen) finish(stalled(side, timeoutMs));
+        seen = now;
+      }, timeoutMs);
+    }
     const finish = (err?: unknown) => {
       if (finished) return;
       finished = true;
+      if (watchdog) clearInterval(watchdog);
       subscription?.unsubscribe(); // ackEvents flushes its acks here
       if (err === undefined) resolve();
       else reject(err);

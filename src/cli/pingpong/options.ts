@@ -16,6 +16,7 @@ export const SPECS: OptionSpec[] = [
   { name: 'gid-idx', short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
   { name: 'pipeline', type: 'string', help: "with -e: 'operators' (events$ + rearm/ackEvents/drainCq) or 'native' (cq.completions$)", default: 'operators' },
   { name: 'loopback', type: 'flag', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
+  { name: 'timeout', type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   { name: 'bind', type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
   { name: 'help', short: 'h', type: 'flag', help: 'show this help' },
 ];
@@ -37,6 +38,8 @@ export interface PingPongOptions extends SideOptions {
   loopback: boolean;
   pipeline: Pipeline;
   bind: string | undefined;
+  /** Seconds without progress before giving up; 0: never. */
+  timeout: number;
 }
 
 const MTUS = [256, 512, 1024, 2048, 4096];
@@ -70,5 +73,6 @@ export function resolveOptions({ options: o, positionals }: Parsed, defaultDevic
     loopback,
     pipeline,
     bind: o.bind as string | undefined,
+    timeout: int('timeout', 0, 86_400),
   };
 }

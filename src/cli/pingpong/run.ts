@@ -16,8 +16,9 @@ function checkSide(side: Side, opts: PingPongOptions): void {
 }
 
 async function runLoop(sides: Side[], opts: PingPongOptions): Promise<void> {
-  if (opts.events) await Promise.all(sides.map((s) => eventsUntilDone(s, opts.pipeline)));
-  else pollUntilDone(sides);
+  const timeoutMs = opts.timeout * 1000;
+  if (opts.events) await Promise.all(sides.map((s) => eventsUntilDone(s, opts.pipeline, timeoutMs)));
+  else pollUntilDone(sides, timeoutMs);
 }
 
 /** Server: wait for one client, then ping-pong. */

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// Reads the sanitizer logs of `npm run test:asan` (one file per process) and
+// exits 1 if any report counts:
+// - every AddressSanitizer error (use-after-free, overflow, double free, ...)
+//   and every UndefinedBehaviorSanitizer "runtime error";
+// - a LeakSanitizer leak only when its allocation stack has a frame in our
+//   code (rx_verbs.node or src/native): node and V8 keep allocations alive
+//   until exit on purpose, and those are not ours to fix.
+// Prints each counted report, and a one-line summary.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const dir = process.argv[2];
+if (!dir || !fs.existsSync(dir)) {
+  console.log('[test:asan] no sanitizer logs');
+  process.exit(0);
+}
+const OURS = /rx_verbs\.node|src\/native\//;
+let counted = 0;
+let foreignLeaks = 0;
+let files = 0;
+for (const name of fs.readdirSync(dir).sort()) {
+  const file = path.join(dir, name);
+  const text = fs.readFileSync(file, 'utf8');
+  if (!text.trim()) continue;
+  files++;
+  const reports = [];
+  // Leak blocks: "Direct leak of ..." / "Indirect leak of ..." up to a blank line.
+  const leakBlocks = text.match(/^(?:Direct|Indirect) leak of [^\n]*\n(?:[^\n]+\n?)*/gm) ?? [];
+  for (const block of leakBlocks) {
+    if (OURS.test(block)) reports.push(`${name}: ${block.trim()}`);
+    else foreignLeaks++;
+  }
+  // Any other sanitizer error: ERROR: AddressSanitizer ..., runtime error: ...
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const asan = /ERROR: AddressSanitizer/.test(line);
+    const ubsan = /runtime error:/.test(line);
+    if (!asan && !ubsan) continue;
+    // The report: this line up to the next blank line after the stack.
+    let end = i + 1;
+    while (end < lines.length && end < i + 80 && !/^SUMMARY:/.test(lines[end])) end++;
+    reports.push(`${name}: ${lines.slice(i, end + 1).join('\n')}`);
+    i = end;
+  }
+  for (const r of reports) {
+    counted++;
+    console.log(`\n----- sanitizer report ${counted} (${file})\n${r}`);
+  }
+}
+console.log(
+  `[test:asan] ${files} sanitizer log file(s); ${counted} report(s) that count; ` +
+    `${foreignLeaks} leak(s) from node/V8 alone (not counted)`,
+);
+process.exit(counted > 0 ? 1 : 0);
