@@ -151,7 +151,8 @@ Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
 Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Cq* cq = Checked(env, "ibv_poll_cq");
-  uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 1u << 20);
+  // Bounded: the scratch array is sized by it.
+  uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 65536);
   if (scratch_.size() < max) scratch_.resize(max);
   int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
   polls_++;

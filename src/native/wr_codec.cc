@@ -29,6 +29,8 @@ bool DecodeSges(const uint8_t* data, size_t len, size_t* at, uint32_t n,
 
 std::string DecodeSendWrs(const uint8_t* data, size_t len, uint32_t count,
                           std::vector<SendWr>* out) {
+  // Sized by what the buffer can hold, never by the caller's count alone.
+  if (count > len / kSendWrHeader) return "count is larger than the buffer holds";
   if (out->size() < count) out->resize(count);
   size_t at = 0;
   for (uint32_t i = 0; i < count; i++) {
@@ -52,6 +54,7 @@ std::string DecodeSendWrs(const uint8_t* data, size_t len, uint32_t count,
 
 std::string DecodeRecvWrs(const uint8_t* data, size_t len, uint32_t count,
                           std::vector<RecvWr>* out) {
+  if (count > len / kRecvWrHeader) return "count is larger than the buffer holds";
   if (out->size() < count) out->resize(count);
   size_t at = 0;
   for (uint32_t i = 0; i < count; i++) {

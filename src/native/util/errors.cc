@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace rxv {
@@ -61,8 +62,9 @@ static std::string Describe(Napi::Value v) {
   if (v.IsArray()) return "an array";
   if (v.IsObject()) return "an object";
   if (v.IsNumber()) {
-    double d = v.As<Napi::Number>().DoubleValue();
-    return std::to_string(d);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.17g", v.As<Napi::Number>().DoubleValue());
+    return buf;
   }
   return "something else";
 }
