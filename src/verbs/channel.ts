@@ -46,6 +46,7 @@ export class CompletionChannel {
   get budget(): number {
     return this.native.budget;
   }
+  /** Sets the per-wakeup budget (an integer >= 1). */
   set budget(n: number) {
     this.native.budget = n;
   }

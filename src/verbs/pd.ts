@@ -43,7 +43,8 @@ export class Pd {
   /**
    * Registers memory (`ibv_reg_mr`). The region keeps `buffer` alive until it
    * is closed.
-   * @param access flag names; default `['LOCAL_WRITE']`. Remote write needs local write.
+   * @param buffer the memory: a Buffer, typed array, DataView or ArrayBuffer.
+   * @param options `access`: flag names, default `['LOCAL_WRITE']`; remote write needs local write.
    */
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, options?: { access?: readonly AccessFlag[] }): Mr {
     const access = accessBits(options?.access ?? ['LOCAL_WRITE']);

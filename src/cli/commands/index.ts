@@ -1,3 +1,4 @@
+import { bench } from './bench';
 import { demo } from './demo';
 import { devices } from './devices';
 import { pingpong } from './pingpong';
@@ -9,4 +10,4 @@ export interface Command {
 }
 
 /** Every subcommand, by name. */
-export const COMMANDS: Record<string, Command> = { devices, demo, pingpong };
+export const COMMANDS: Record<string, Command> = { devices, demo, pingpong, bench };
