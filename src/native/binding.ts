@@ -191,7 +191,8 @@ export declare class NativeCq {
   readonly stats: NativeCqStats;
   readonly closed: boolean;
   requestNotify(solicitedOnly?: boolean): void;
-  poll(max?: number): ArrayBuffer;
+  /** null when the CQ is empty. */
+  poll(max?: number): ArrayBuffer | null;
   ack(n: number): void;
   /** 0 explicit, 1 fast path active, 2 fast path paused. */
   setFastPath(mode: 0 | 1 | 2, ackEvery?: number): ArrayBuffer | undefined;

@@ -147,7 +147,9 @@ Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// poll(max): an ArrayBuffer of up to `max` completions (see WcsToArrayBuffer).
+// poll(max): an ArrayBuffer of up to `max` completions (see
+// WcsToArrayBuffer), or null when the CQ is empty: an empty poll is the
+// common case at the end of every drain and allocates nothing.
 Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Cq* cq = Checked(env, "ibv_poll_cq");
@@ -156,6 +158,7 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   if (scratch_.size() < max) scratch_.resize(max);
   int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
   polls_++;
+  if (n == 0) return env.Null();
   wcs_ += static_cast<uint64_t>(n);
   napi_value ab = WcsToArrayBuffer(env, scratch_.data(), static_cast<size_t>(n));
   if (!ab) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");

@@ -79,7 +79,7 @@ export class Cq implements CqLike {
   /** Takes up to `max` completions (default 64) without blocking (`ibv_poll_cq`). */
   poll(max = 64): WcBatch {
     const buf = this.native.poll(max);
-    return new WcBatch(buf, buf.byteLength / WC_BYTES);
+    return buf === null ? WcBatch.empty() : new WcBatch(buf, buf.byteLength / WC_BYTES);
   }
 
   /** Acknowledges `n` events read from the channel for this CQ (`ibv_ack_cq_events`). */

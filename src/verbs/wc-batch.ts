@@ -47,29 +47,11 @@ export class WcBatch {
   readonly length: number;
   /** The underlying buffer (see the class comment for its layout). */
   readonly buffer: ArrayBuffer;
-  /** `wr_id` as full 64-bit values (each read makes a BigInt). */
-  readonly wrId: BigUint64Array;
-  /**
-   * The `wr_id` column as 32-bit words (low word of completion i at 2i, high
-   * at 2i+1): read ids that fit in 32 bits without making a BigInt.
-   */
-  readonly wrIdWords: Uint32Array;
-  /** Numeric `ibv_wc_status`; 0 is success. */
-  readonly status: Uint32Array;
-  /** Numeric `ibv_wc_opcode`. */
-  readonly opcode: Uint32Array;
-  /** Bytes transferred. */
-  readonly byteLen: Uint32Array;
-  /** Immediate data, host order. */
-  readonly imm: Uint32Array;
-  /** Local QP number. */
-  readonly qpNum: Uint32Array;
-  /** Source QP number. */
-  readonly srcQp: Uint32Array;
-  /** `ibv_wc_flags`. */
-  readonly flags: Uint32Array;
-  /** Vendor error syndrome. */
-  readonly vendorErr: Uint32Array;
+  // Column views are made on first use: a consumer that reads wr_id and
+  // status pays for two views per batch, not ten.
+  private readonly views: Array<Uint32Array | undefined> = [];
+  private wrIdView: BigUint64Array | undefined;
+  private wordsView: Uint32Array | undefined;
 
   /**
    * Wraps `length` completions laid out in `buffer` (see the class comment).
@@ -84,17 +66,64 @@ export class WcBatch {
     }
     this.length = length;
     this.buffer = buffer;
-    this.wrId = new BigUint64Array(buffer, 0, length);
-    const u32 = (column: number) => new Uint32Array(buffer, length * 8 + column * length * 4, length);
-    this.status = u32(0);
-    this.opcode = u32(1);
-    this.byteLen = u32(2);
-    this.imm = u32(3);
-    this.qpNum = u32(4);
-    this.srcQp = u32(5);
-    this.flags = u32(6);
-    this.vendorErr = u32(7);
-    this.wrIdWords = new Uint32Array(buffer, 0, length * 2);
+  }
+
+  /** `wr_id` as full 64-bit values (each read makes a BigInt). */
+  get wrId(): BigUint64Array {
+    return (this.wrIdView ??= new BigUint64Array(this.buffer, 0, this.length));
+  }
+
+  /**
+   * The `wr_id` column as 32-bit words (low word of completion i at 2i, high
+   * at 2i+1): read ids that fit in 32 bits without making a BigInt.
+   */
+  get wrIdWords(): Uint32Array {
+    return (this.wordsView ??= new Uint32Array(this.buffer, 0, this.length * 2));
+  }
+
+  /** Numeric `ibv_wc_status`; 0 is success. */
+  get status(): Uint32Array {
+    return this.views[0] ?? this.column(0);
+  }
+
+  /** Numeric `ibv_wc_opcode`. */
+  get opcode(): Uint32Array {
+    return this.views[1] ?? this.column(1);
+  }
+
+  /** Bytes transferred. */
+  get byteLen(): Uint32Array {
+    return this.views[2] ?? this.column(2);
+  }
+
+  /** Immediate data, host order. */
+  get imm(): Uint32Array {
+    return this.views[3] ?? this.column(3);
+  }
+
+  /** Local QP number. */
+  get qpNum(): Uint32Array {
+    return this.views[4] ?? this.column(4);
+  }
+
+  /** Source QP number. */
+  get srcQp(): Uint32Array {
+    return this.views[5] ?? this.column(5);
+  }
+
+  /** `ibv_wc_flags`. */
+  get flags(): Uint32Array {
+    return this.views[6] ?? this.column(6);
+  }
+
+  /** Vendor error syndrome. */
+  get vendorErr(): Uint32Array {
+    return this.views[7] ?? this.column(7);
+  }
+
+  private column(k: number): Uint32Array {
+    const n = this.length;
+    return (this.views[k] = new Uint32Array(this.buffer, n * 8 + k * n * 4, n));
   }
 
   /** Low 32 bits of `wr_id` i, as a number (no BigInt made). */
@@ -102,9 +131,9 @@ export class WcBatch {
     return this.wrIdWords[2 * i];
   }
 
-  /** An empty batch. */
+  /** The empty batch (shared: there is nothing in it to change). */
   static empty(): WcBatch {
-    return new WcBatch(new ArrayBuffer(0), 0);
+    return EMPTY;
   }
 
   /**
@@ -223,3 +252,5 @@ export interface WorkCompletionInit {
   flags: number;
   vendorErr: number;
 }
+
+const EMPTY = new WcBatch(new ArrayBuffer(0), 0);
