@@ -25,6 +25,8 @@ import { IS_SOFT, Pair, expectThrow, makePair, region, sleep, waitFor } from '..
 import { expectFreshPairWorks } from './support';
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
+/** Sanitizer builds (npm run test:asan) run several times slower: timing bounds scale. */
+const SLOW = process.env.RX_VERBS_ASAN ? 4 : 1;
 
 /**
  * rdma-core's ibv_wc_status_str() (libibverbs/verbs.c), copied from there
@@ -196,7 +198,7 @@ describeSoft('faults', () => {
         expect(wakeups).toBeGreaterThanOrEqual(Math.ceil(events / 64));
         // The timers scheduled during the storm fired on time (5 ms asked; 200 ms allowed).
         expect(lags).toHaveLength(ROUNDS);
-        expect(Math.max(...lags)).toBeLessThan(200);
+        expect(Math.max(...lags)).toBeLessThan(200 * SLOW);
         // The real completions came through, once each, in order.
         expect(ids(batches)).toEqual(Array.from({ length: ROUNDS * 5 }, (_, i) => i));
         // Acks are batched, never lost: what is owed is less than one batch.
@@ -230,7 +232,7 @@ describeSoft('faults', () => {
         }, 5);
         expect(await waitFor(() => received === TOTAL, 20000)).toBe(true);
         expect(await waitFor(() => firedAt >= 0, 1000)).toBe(true);
-        expect(firedAt).toBeLessThan(200);
+        expect(firedAt).toBeLessThan(200 * SLOW);
         // It fired during the storm, not after it.
         expect(receivedAtTimer).toBeLessThan(TOTAL);
         expect(p.channel.wakeups.total - w0).toBeGreaterThanOrEqual(Math.ceil(TOTAL / 32));
@@ -313,6 +315,51 @@ describeSoft('faults', () => {
         p.b.close();
         p.cqB.close(); // would be EBUSY with an unacked event
         expect(p.cqB.closed).toBe(true);
+      } finally {
+        p.close();
+      }
+    });
+  });
+
+  describe('closing with work left behind', () => {
+    it('ctx.close() acks the events events$ buffered after a consumer left mid-batch (safe order: ack all, then destroy)', async () => {
+      const p = makePair();
+      const sub = p.channel.events$.pipe(ackEvents(), take(1)).subscribe();
+      p.ctx.faults.emptyEvent(p.cqB);
+      p.ctx.faults.emptyEvent(p.cqB);
+      expect(await waitFor(() => sub.closed, 2000)).toBe(true);
+      // The second event was read by the library into events$'s buffer; the user never saw it.
+      expect(p.channel.events$.pending).toBe(1);
+      expect(p.cqB.unacked).toBe(1);
+      let thrown: unknown;
+      try {
+        p.ctx.close();
+      } catch (e) {
+        thrown = e;
+      }
+      const closed = { ctx: p.ctx.closed, cqB: p.cqB.closed, channel: p.channel.closed };
+      // Clean up whatever state it was left in, before asserting.
+      if (!p.ctx.closed) {
+        p.cqB.ack(p.cqB.unacked);
+        p.ctx.close();
+      }
+      expect(thrown).toBeUndefined(); // today: EBUSY "1 events not acknowledged" from ibv_destroy_cq
+      expect(closed).toEqual({ ctx: true, cqB: true, channel: true });
+    });
+
+    it('completions$ subscribed on a CQ that just overran (CQ_ERR not yet read): errors with CqOverrunError and leaves the channel unwatched', async () => {
+      const p = makePair();
+      try {
+        p.ctx.faults.overrun(p.cqB); // its CQ_ERR is still unread on the async fd
+        let error: (Error & { code?: string }) | undefined;
+        const sub = p.cqB.completions$.subscribe({ error: (e) => (error = e) });
+        expect(error).toBeDefined();
+        sub.unsubscribe();
+        await sleep(20);
+        // The failed start must release what it retained: a channel left watched
+        // keeps itself, its context and the process alive for ever.
+        const watching = (p.channel as unknown as { native: { watching: boolean } }).native.watching;
+        expect({ watching, name: error!.name }).toEqual({ watching: false, name: 'CqOverrunError' });
       } finally {
         p.close();
       }

@@ -10,7 +10,8 @@
 set -u
 OUT=${RXE_OUT:?RXE_OUT is set by init}
 # shellcheck source=/dev/null
-. "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_INTEROP_CASES
+. "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_NATIVE_FILES,
+                     # RXE_INTEROP_CASES, RXE_CLI_CASES, RXE_FAST_TAR, RXE_JEST_CACHE
 cd "$RXE_PROJECT" || exit 90
 
 T0=$EPOCHREALTIME
@@ -38,6 +39,20 @@ log "rxe0 on lo: $(rdma link show rxe0/1 | sed 's/.*state/state/'), GID index $G
 status "device 0 0"
 echo "$GID_IDX" > "$OUT/gid-index"
 
+# Every file read over 9p costs a round trip through the emulated virtio
+# device: a node start that loads rxjs takes ~20 s from 9p, ~6 s from tmpfs.
+# run.sh packed what node loads (node_modules, dist, the addon, jest's warm
+# transform cache) into one tar: unpack it into the guest's RAM and mount it
+# over the project's folders.
+if [ -f "${RXE_FAST_TAR:-}" ]; then
+  t=$EPOCHREALTIME
+  mkdir -p /tmp/fast && tar -xf "$RXE_FAST_TAR" -C /tmp/fast || { log "FAILED: unpacking $RXE_FAST_TAR"; exit 1; }
+  for d in "$RXE_PROJECT/node_modules" "$RXE_PROJECT/dist" "$RXE_PROJECT/build" "$RXE_JEST_CACHE"; do
+    [ -d "/tmp/fast$d" ] && [ -d "$d" ] && mount --bind "/tmp/fast$d" "$d"
+  done
+  log "node_modules, dist, build in tmpfs ($(du -sm /tmp/fast | cut -f1) MB, $(elapsed "$t")s)"
+fi
+
 rc_all=0
 has_part() { case " $RXE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -45,13 +60,11 @@ has_part() { case " $RXE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has_part jest; then
   log "jest: ${RXE_JEST_ARGS[*]}"
   t=$EPOCHREALTIME
-  # --ci: no snapshot writes; the cache lives in the guest's tmpfs (seeded
-  # from the host's warm cache when run.sh prepared one).
-  cache=/tmp/jest-cache
-  if [ -d "$OUT/jest-cache" ]; then cp -a "$OUT/jest-cache" "$cache"; fi
-  RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX \
+  # --ci: no snapshot writes. The cache folder is the one run.sh warmed on
+  # the host (same path, so the same transform cache keys), now in tmpfs.
+  RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
     timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \
-      --runInBand --ci --forceExit --cacheDirectory="$cache" \
+      --runInBand --ci --forceExit --cacheDirectory="$RXE_JEST_CACHE" \
       --json --outputFile="$OUT/jest.json" "${RXE_JEST_ARGS[@]}" > "$OUT/jest.log" 2>&1
   rc=$?
   # the compact part of jest's log: file verdicts, failures, totals
@@ -62,33 +75,39 @@ if has_part jest; then
 fi
 
 # --- interop: rx-verbs pingpong <-> ibv_rc_pingpong --------------------------
-OURS=(node "$RXE_PROJECT/dist/cli/main.js" pingpong)
+# The matrix (ours vs theirs, both roles) runs in ONE node process
+# (interop.js, our side in-process with the CLI's code); the CLI itself runs
+# as a process in the few cases of $RXE_CLI_CASES (exit statuses of real
+# `rx-verbs pingpong` processes, and ours against ours across two processes).
+OURS=(node "$RXE_PROJECT/dist/cli/main.js" pingpong --timeout 60)
 THEIRS=(ibv_rc_pingpong)
 
-# Waits until something listens on 127.0.0.1:$1 (or any address), <= $2 s.
+# Waits until something listens on TCP port $1 (<= $2 s), without connecting
+# (the servers accept one client only).
 wait_listen() {
   local hex deadline
   hex=$(printf '%04X' "$1")
-  deadline=$(( ${EPOCHSECONDS} + $2 ))
+  deadline=$(( EPOCHSECONDS + $2 ))
   while [ "$EPOCHSECONDS" -le "$deadline" ]; do
-    # state 0A = LISTEN; local address column ends in :PORT
+    # state 0A = LISTEN; the local address column ends in :PORT
     grep -qE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
     sleep 0.2
   done
   return 1
 }
 
-# The report lines both implementations print; checks the figures too.
+# The report lines both implementations print, with the right figures.
 check_report() { # file size iters
   local f=$1 size=$2 iters=$3
   grep -qE "^$((size * iters * 2)) bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$f" &&
     grep -qE "^$iters iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$f"
 }
 
-# One pingpong run: server in the background, client in the foreground.
-# case: name server client size iters events(0|1)
-pp_case() {
-  local name=$1 server=$2 client=$3 size=$4 iters=$5 events=$6 port=$7
+# One pingpong run with real processes: server in the background, client in
+# the foreground. args: server client size iters events(0|1) tcp-port
+cli_case() {
+  local server=$1 client=$2 size=$3 iters=$4 events=$5 port=$6
+  local name="cli-$server-$client-$size-$([ "$events" = 1 ] && echo ev || echo poll)"
   local args=(-d rxe0 -g "$GID_IDX" -s "$size" -n "$iters" -p "$port")
   [ "$events" = 1 ] && args+=(-e)
   local srv cli
@@ -99,17 +118,17 @@ pp_case() {
   timeout 180 "${srv[@]}" "${args[@]}" > "$slog" 2>&1 &
   local spid=$!
   local crc=125
-  if wait_listen "$port" 60; then
+  if wait_listen "$port" 90; then
     timeout 180 "${cli[@]}" "${args[@]}" 127.0.0.1 > "$clog" 2>&1
     crc=$?
   else
-    echo "server did not listen on port $port within 60 s" > "$clog"
+    echo "not started: the server did not listen on port $port within 90 s" > "$clog"
     kill "$spid" 2>/dev/null
   fi
   wait "$spid"
   local src=$?
   local ok=PASS
-  [ $src -eq 0 ] && [ $crc -eq 0 ] && check_report "$slog" "$size" "$iters" && check_report "$clog" "$size" "$iters" || ok=FAIL
+  { [ $src -eq 0 ] && [ $crc -eq 0 ] && check_report "$slog" "$size" "$iters" && check_report "$clog" "$size" "$iters"; } || ok=FAIL
   local mbit
   mbit=$(sed -n 's/.* = \([0-9.]*\) Mbit\/sec$/\1/p' "$clog" | head -1)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$server" "$client" "$size" "$iters" \
@@ -126,21 +145,38 @@ if has_part interop; then
   mkdir -p "$OUT/interop"
   printf 'name\tserver\tclient\tsize\titers\tmode\tserver_rc\tclient_rc\tresult\tseconds\tclient_mbit\n' > "$OUT/interop.tsv"
   t=$EPOCHREALTIME
+  irc=0
   if [ ! -f "$RXE_PROJECT/dist/cli/main.js" ]; then
-    log "interop: dist/cli/main.js missing (build with npx tsc -p tsconfig.build.json)"; status "interop 1 0"; rc_all=1
+    log "interop: dist/cli/main.js missing (build with npx tsc -p tsconfig.build.json)"; irc=1
   else
-    irc=0 port=18515
-    # cases: "server client size iters events"
+    # the matrix, in one process
+    if [ -n "$RXE_INTEROP_CASES" ]; then
+      RXE_OUT=$OUT node "$RXE_PROJECT/test/rxe/interop.js" "$GID_IDX" 18600 <<< "$RXE_INTEROP_CASES" || irc=1
+    fi
+    # the CLI as processes
+    port=18515
     while read -r server client size iters events; do
       [ -n "$server" ] || continue
-      pp_case "$server-$client-$size-$([ "$events" = 1 ] && echo ev || echo poll)" \
-        "$server" "$client" "$size" "$iters" "$events" "$port" || irc=1
+      cli_case "$server" "$client" "$size" "$iters" "$events" "$port" || irc=1
       port=$((port + 1))
-    done <<< "$RXE_INTEROP_CASES"
-    log "interop: exit $irc in $(elapsed "$t")s"
-    status "interop $irc $(elapsed "$t")"
-    [ $irc -eq 0 ] || rc_all=1
+    done <<< "$RXE_CLI_CASES"
+    # and --loopback on rxe0: both roles in one process, two contexts
+    for dev in rxe0; do
+      t1=$EPOCHREALTIME
+      lb=(-d "$dev" -p 0 -s 4096 -n 200 -e)
+      [ "$dev" = rxe0 ] && lb+=(-g "$GID_IDX")
+      "${OURS[@]}" --loopback "${lb[@]}" > "$OUT/interop/loopback-$dev.log" 2>&1
+      lrc=$?
+      ok=PASS
+      { [ $lrc -eq 0 ] && [ "$(grep -cE '^\[(server|client)\] (1638400 bytes|200 iters) in ' "$OUT/interop/loopback-$dev.log")" = 4 ]; } || ok=FAIL
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "loopback-$dev" ours ours 4096 200 events "$lrc" "$lrc" "$ok" "$(elapsed "$t1")" - >> "$OUT/interop.tsv"
+      log "interop $(printf '%-28s' "loopback-$dev") one process, rc=$lrc  $ok ($(elapsed "$t1")s)"
+      [ $ok = PASS ] || { irc=1; sed 's/^/    loopback| /' "$OUT/interop/loopback-$dev.log" | tail -8; }
+    done
   fi
+  log "interop: exit $irc in $(elapsed "$t")s"
+  status "interop $irc $(elapsed "$t")"
+  [ $irc -eq 0 ] || rc_all=1
 fi
 
 log "done, exit $rc_all"

@@ -12,9 +12,12 @@
 #   --output FILE   write the merged report (jest --json format; the interop
 #                   cases appear as the suite test/rxe/interop) to FILE
 #   --quick         interop: a few cases instead of the whole matrix
-#   -- ARGS         jest arguments instead of the default (test/native/)
-# env: RXE_PARTS="jest interop"  RXE_SMP=2  RXE_MEM=2048 (MiB)
+#   -- ARGS         jest arguments instead of the default (the whole of
+#                   test/native/ as one test file, see native-suite.ts)
+# env: RXE_PARTS="jest interop"  RXE_SMP=2  RXE_MEM=3072 (MiB)
 #      RXE_TIMEOUT=900 (s, the whole VM)  RXE_CACHE_DIR=test/rxe/.cache
+#      RXE_NATIVE_FILES=qp.test.ts,arm.test.ts (only these native files)
+#      RXE_INTEROP_CASES / RXE_CLI_CASES (lines "server client size iters events")
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -29,13 +32,12 @@ while [ $# -gt 0 ]; do
     --output=*) output=${1#*=} ;;
     --quick) quick=1 ;;
     --verbose|-v) verbose=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; jest_args=("$@"); break ;;
     *) rxe_die "unknown option $1 (see --help)" ;;
   esac
   shift
 done
-[ ${#jest_args[@]} -gt 0 ] || jest_args=(test/native/)
 if [ -n "$output" ]; then
   mkdir -p "$(dirname "$output")" && output=$(cd "$(dirname "$output")" && pwd)/$(basename "$output")
 fi
@@ -74,13 +76,15 @@ if [ ! -f "$INITRAMFS" ] || [ "$RXE_DIR/init" -nt "$INITRAMFS" ] || [ "$KERNEL_D
 fi
 
 # --- what the guest runs -------------------------------------------------------
+# The interop matrix (server client size iters events(1 = -e)), run in one
+# node process by interop.js; ours-vs-ours cases need two processes and go
+# to the CLI list. The CLI list runs real `rx-verbs pingpong` processes.
 if [ $quick = 1 ]; then
-  cases="ours theirs 4096 200 0
-theirs ours 4096 200 1"
+  interop_cases="ours theirs 4096 200 1
+theirs ours 4096 200 0"
+  cli_cases="ours theirs 4096 100 1"
 else
-  # server client size iters events(1 = -e)
-  cases="theirs theirs 4096 200 0
-ours theirs 64 1000 0
+  interop_cases="ours theirs 64 1000 0
 ours theirs 4096 500 0
 ours theirs 65536 100 0
 ours theirs 64 1000 1
@@ -91,15 +95,51 @@ theirs ours 4096 500 0
 theirs ours 65536 100 0
 theirs ours 64 1000 1
 theirs ours 4096 500 1
-theirs ours 65536 100 1
-ours ours 4096 500 0
+theirs ours 65536 100 1"
+  cli_cases="theirs theirs 4096 500 0
+ours theirs 4096 500 1
+theirs ours 65536 100 0
 ours ours 4096 500 1"
 fi
+
+# jest: by default the whole native suite as ONE test file (native-suite.ts:
+# every test file costs ~20 s of set-up under TCG); `-- ARGS` runs jest as given.
+if [ ${#jest_args[@]} -eq 0 ]; then
+  # (jest.config.js keeps test/rxe/ out of the host's runs: undo that here)
+  jest_args=(--testMatch '**/test/rxe/native-suite.ts' --testPathIgnorePatterns /node_modules/)
+fi
+JEST_CACHE=$CACHE_DIR/jest-cache
+case " $parts " in *" jest "*)
+  # Warm jest's transform cache here (swc is quick natively, slow under TCG):
+  # a run that loads every test file and runs none of them (-t matches no
+  # test). Same flags and cache path as in the guest, so the keys match.
+  t=$SECONDS
+  if [ -d "$JEST_CACHE" ] && [ "$(du -sm "$JEST_CACHE" | cut -f1)" -gt 200 ]; then rm -rf "$JEST_CACHE"; fi
+  mkdir -p "$JEST_CACHE"
+  (cd "$PROJECT_ROOT" && RX_VERBS_TEST_DEVICE=rxe0 node node_modules/jest/bin/jest.js --runInBand --ci \
+    --cacheDirectory="$JEST_CACHE" -t '^rxe: warm the transform cache, run nothing$' "${jest_args[@]}" \
+    > "$OUT/jest-warmup.log" 2>&1) || true
+  rxe_log "warmed jest's transform cache ($((SECONDS - t))s)"
+  ;;
+esac
+
+# What node loads, packed into one file the guest unpacks into its RAM.
+FAST_TAR=$CACHE_DIR/fast.tar
+tar -cf "$FAST_TAR" --exclude='*.map' --exclude='*.md' --exclude='*.d.ts' \
+  --exclude=node_modules/typescript --exclude=node_modules/typedoc --exclude=node_modules/@shikijs \
+  --exclude=node_modules/markdown-it --exclude=node_modules/node-gyp --exclude=node_modules/@types \
+  -C / "${PROJECT_ROOT#/}/node_modules" "${PROJECT_ROOT#/}/dist" "${PROJECT_ROOT#/}/build/Release/rx_verbs.node" \
+  $([ -d "$JEST_CACHE" ] && echo "${JEST_CACHE#/}") 2>/dev/null || rxe_die "could not pack $FAST_TAR"
+
 {
   printf 'RXE_PROJECT=%q\n' "$PROJECT_ROOT"
   printf 'RXE_PARTS=%q\n' "$parts"
   printf 'RXE_JEST_ARGS=('; printf '%q ' "${jest_args[@]}"; printf ')\n'
-  printf 'RXE_INTEROP_CASES=%q\n' "$cases"
+  printf 'RXE_JEST_CACHE=%q\n' "$JEST_CACHE"
+  printf 'RXE_NATIVE_FILES=%q\n' "${RXE_NATIVE_FILES:-}"
+  printf 'RXE_INTEROP_CASES=%q\n' "${RXE_INTEROP_CASES:-$interop_cases}"
+  printf 'RXE_CLI_CASES=%q\n' "${RXE_CLI_CASES:-$cli_cases}"
+  printf 'RXE_FAST_TAR=%q\n' "$FAST_TAR"
 } > "$OUT/guest.env"
 
 # --- boot ----------------------------------------------------------------------
@@ -109,12 +149,12 @@ keep="$PROJECT_ROOT"
 case $node_prefix in /usr|/usr/local) ;; *) keep="$keep:$node_prefix" ;; esac
 case $keep in *' '*) rxe_die "paths with spaces are not supported: $keep" ;; esac
 
-rxe_log "booting $(cat "$KERNEL_DIR/KVER") under QEMU/TCG (smp ${RXE_SMP:-2}, ${RXE_MEM:-2048} MiB); parts: $parts"
+rxe_log "booting $(cat "$KERNEL_DIR/KVER") under QEMU/TCG (smp ${RXE_SMP:-2}, ${RXE_MEM:-3072} MiB); parts: $parts"
 console=$OUT/console.log
 # -nic none: the VM has no network device; all RoCE and TCP traffic stays
 # inside the guest kernel (rxe0 on lo, 127.0.0.1).
 timeout --foreground -k 10 "${RXE_TIMEOUT:-900}" qemu-system-x86_64 \
-  -accel tcg -cpu max -smp "${RXE_SMP:-2}" -m "${RXE_MEM:-2048}" -machine q35 \
+  -accel tcg -cpu max -smp "${RXE_SMP:-2}" -m "${RXE_MEM:-3072}" -machine q35 \
   -nographic -serial stdio -monitor none -nic none -no-reboot \
   -kernel "$KERNEL_DIR/vmlinuz" -initrd "$INITRAMFS" \
   -append "console=ttyS0 panic=-1 quiet loglevel=3 rxe_script=$RXE_DIR/guest.sh rxe_keep=$keep" \
@@ -124,6 +164,7 @@ timeout --foreground -k 10 "${RXE_TIMEOUT:-900}" qemu-system-x86_64 \
     if [ $verbose = 1 ]; then cat; else grep --line-buffered -E '^(GUEST|INIT|PASS|FAIL|  ●|Tests:|Test Suites:|    (server|client)\|)'; fi
   }
 qemu_rc=${PIPESTATUS[0]}
+rm -f "$FAST_TAR"
 [ "$qemu_rc" -eq 124 ] && rxe_log "the VM ran past RXE_TIMEOUT=${RXE_TIMEOUT:-900}s and was stopped"
 
 guest_rc=$(cat "$OUT/guest-exit" 2>/dev/null)

@@ -35,9 +35,10 @@ const SPECS: OptionSpec[] = [
 const SUITES = ['throughput', 'eventRate', 'latency', 'idle', 'memory', 'operators'] as const;
 type Suite = (typeof SUITES)[number];
 
-/** V8 flags the memory suite needs: gc() and a young generation big enough to measure allocation without a scavenge. */
-const NODE_FLAGS = ['--expose-gc', '--max-semi-space-size=64', '--min-semi-space-size=64'];
+/** V8 flags the memory suite needs: gc() (default heap sizes, so RSS is what a user sees). */
+const NODE_FLAGS = ['--expose-gc'];
 
+/** `rx-verbs bench`: every suite, a table on stdout, JSON with `--json`. */
 export const bench: Command = {
   summary: 'benchmarks against native baselines (throughput, event rate, latency, idle, memory, operators)',
   async run(argv) {
@@ -100,8 +101,12 @@ const immediate = () => new Promise<void>((r) => setImmediate(r));
 interface CpuSample {
   wall: number;
   cpu: NodeJS.CpuUsage;
+  thread: number;
 }
-const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage() });
+const threadCpu = (): number => nb('threadCpu') as number;
+const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage(), thread: threadCpu() });
+/** CPU the calling (JS) thread used since `s`, in ns per item. */
+const threadNsPer = (s: CpuSample, items: number): number => ((threadCpu() - s.thread) * 1e9) / Math.max(1, items);
 /** Process CPU (all threads: JS, device, producer) as % of one core since `s`. */
 function cpuPercent(s: CpuSample): number {
   const d = process.cpuUsage(s.cpu);
@@ -116,6 +121,8 @@ interface Run {
   rate: number;
   wcsPerEvent?: number;
   cpuPercent?: number;
+  /** CPU the consumer's thread spent per WC (the JS thread; the drain loop's thread for native). */
+  consumerNsPerWc?: number;
   error?: string;
 }
 
@@ -198,6 +205,7 @@ function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, hooks?: {
       done = true;
       const seconds = (performance.now() - cpu.wall) / 1000;
       const cpuPct = cpuPercent(cpu);
+      const consumerNsPerWc = threadNsPer(cpu, got);
       clearTimeout(timer);
       const stopped = rig.stop();
       sub?.unsubscribe();
@@ -215,6 +223,7 @@ function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, hooks?: {
         rate: got / seconds,
         wcsPerEvent: got / Math.max(1, events),
         cpuPercent: cpuPct,
+        consumerNsPerWc,
         batches,
         error: error ?? stopped.error ?? (errors > 0 ? `${errors} failed WCs` : undefined),
       });
@@ -253,9 +262,19 @@ function runNative(cfg: RunConfig, load: Load): Run {
     seconds: number;
     wcs: number;
     events: number;
+    consumerCpuSeconds: number;
     error?: string;
   };
-  return { variant: 'native', wcs: r.wcs, seconds: r.seconds, rate: r.wcs / r.seconds, wcsPerEvent: r.wcs / Math.max(1, r.events), cpuPercent: cpuPercent(cpu), error: r.error };
+  return {
+    variant: 'native',
+    wcs: r.wcs,
+    seconds: r.seconds,
+    rate: r.wcs / r.seconds,
+    wcsPerEvent: r.wcs / Math.max(1, r.events),
+    cpuPercent: cpuPercent(cpu),
+    consumerNsPerWc: (r.consumerCpuSeconds * 1e9) / Math.max(1, r.wcs),
+    error: r.error,
+  };
 }
 
 /** The naive binding: one MakeCallback and one fresh object per WC. */
@@ -271,9 +290,10 @@ function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
       done = true;
       const seconds = (performance.now() - cpu.wall) / 1000;
       const cpuPct = cpuPercent(cpu);
+      const consumerNsPerWc = threadNsPer(cpu, got);
       clearTimeout(timer);
       const s = nb('naive.close', undefined, handle) as { events: number; error?: string };
-      resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, error: error ?? s.error });
+      resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc, error: error ?? s.error });
     };
     const callback = (wc: { wrId: bigint; status: number }) => {
       sum = (sum + Number(wc.wrId) + wc.status) | 0;
@@ -307,7 +327,7 @@ async function bestOf(cfg: RunConfig, label: string, variants: Variant[], load: 
       const run = await runVariant(cfg, v, load(v));
       if (run.error) cfg.log(`  ${label} ${v}: ${run.error}`);
       if (!best[v] || run.rate > best[v].rate) best[v] = run;
-      cfg.log(`  ${label} round ${r + 1}/${rounds} ${v.padEnd(9)} ${fmtRate(run.rate)} WC/s  ${fmt(run.wcsPerEvent ?? 0, 1)} WC/event  cpu ${fmt(run.cpuPercent ?? 0, 0)}%`);
+      cfg.log(`  ${label} round ${r + 1}/${rounds} ${v.padEnd(9)} ${fmtRate(run.rate)} WC/s  ${fmt(run.wcsPerEvent ?? 0, 1)} WC/event  cpu ${fmt(run.cpuPercent ?? 0, 0)}%  consumer ${fmt(run.consumerNsPerWc ?? 0, 0)} ns/WC`);
       await immediate();
     }
   }
@@ -324,6 +344,9 @@ interface ThroughputConfig {
   operatorsToNative: number;
   fastToNaive: number;
   operatorsToNaive: number;
+  /** Consumer-thread CPU per WC: naive / fast path (how much cheaper the pipeline is, independent of the shared producer and device threads). */
+  naiveCpuOverFast: number;
+  naiveCpuOverOperators: number;
 }
 
 async function throughput(cfg: RunConfig) {
@@ -348,6 +371,8 @@ async function throughput(cfg: RunConfig) {
       operatorsToNative: runs.operators.rate / runs.native.rate,
       fastToNaive: runs.fast.rate / runs.naive.rate,
       operatorsToNaive: runs.operators.rate / runs.naive.rate,
+      naiveCpuOverFast: (runs.naive.consumerNsPerWc ?? NaN) / (runs.fast.consumerNsPerWc ?? NaN),
+      naiveCpuOverOperators: (runs.naive.consumerNsPerWc ?? NaN) / (runs.operators.consumerNsPerWc ?? NaN),
     });
   }
   const unpaced = configs.filter((c) => c.rate === 0);
@@ -357,6 +382,8 @@ async function throughput(cfg: RunConfig) {
     ratioToNaive: Math.min(...unpaced.map((c) => c.fastToNaive)),
     operatorsRatioToNative: Math.min(...unpaced.map((c) => c.operatorsToNative)),
     operatorsRatioToNaive: Math.min(...unpaced.map((c) => c.operatorsToNaive)),
+    consumerCpuNaiveOverFast: Math.min(...unpaced.map((c) => c.naiveCpuOverFast)),
+    consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
     configs,
   };
 }
@@ -494,21 +521,38 @@ function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number, warmu
 
 async function latency(cfg: RunConfig) {
   const iters = cfg.quick ? 3000 : 30_000;
-  const warmup = cfg.quick ? 300 : 2000;
+  const warmup = cfg.quick ? 200 : 1000;
+  const chunks = cfg.quick ? 3 : 6;
   const spinUs = 200;
-  const rounds = cfg.quick ? 1 : 2;
+  const per = Math.ceil(iters / chunks);
+  // Variants run in interleaved chunks and their samples are merged, so a
+  // burst of load on the machine hits every variant alike.
+  const variants: [string, () => Promise<Float64Array> | Float64Array][] = [
+    ['native-event', () => pingNative(cfg, 'event', per, warmup)],
+    ['rxv-fast-event', () => pingJs(cfg, 'fast', per, warmup, 0)],
+    ['rxv-operators-event', () => pingJs(cfg, 'operators', per, warmup, 0)],
+    ['native-busy-poll', () => pingNative(cfg, 'poll', per, warmup)],
+    ['rxv-spin', () => pingJs(cfg, 'spin', per, warmup, spinUs)],
+  ];
+  const samples = new Map<string, Float64Array[]>();
+  cfg.log(`latency: RC ping-pong against a native echo peer, ${iters} round trips per variant in ${chunks} interleaved chunks`);
+  for (let c = 0; c < chunks; c++) {
+    for (const [name, run] of variants) {
+      const s = await run();
+      samples.set(name, [...(samples.get(name) ?? []), s]);
+      const st = stats(name, s);
+      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(19)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
+    }
+  }
   const best: Record<string, LatencyStats> = {};
-  const keep = (s: LatencyStats) => {
-    if (!best[s.variant] || s.p50 < best[s.variant].p50) best[s.variant] = s;
-    cfg.log(`  ${s.variant.padEnd(18)} p50 ${fmt(s.p50, 1)} us  p99 ${fmt(s.p99, 1)} us  p99.9 ${fmt(s.p999, 1)} us`);
-  };
-  for (let r = 0; r < rounds; r++) {
-    cfg.log(`latency: RC ping-pong, ${iters} round trips per variant (round ${r + 1}/${rounds})`);
-    keep(stats('native-event', pingNative(cfg, 'event', iters, warmup)));
-    keep(stats('rxv-fast-event', await pingJs(cfg, 'fast', iters, warmup, 0)));
-    keep(stats('rxv-operators-event', await pingJs(cfg, 'operators', iters, warmup, 0)));
-    keep(stats('native-busy-poll', pingNative(cfg, 'poll', iters, warmup)));
-    keep(stats(`rxv-spin`, await pingJs(cfg, 'spin', iters, warmup, spinUs)));
+  for (const [name, parts] of samples) {
+    const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
+    }
+    best[name] = stats(name, all);
   }
   const ev = best['rxv-fast-event'];
   return {
@@ -571,56 +615,83 @@ class GcCounter {
 }
 
 /**
- * Allocation per WC on the batch path. Method: with a 64 MB young generation
- * and gc() before each segment, `heapUsed` after minus before is what the
- * segment allocated on the JS heap (a segment during which a GC ran is
- * discarded). Segments run the real fast path with bursts of different sizes,
- * so their batches differ in size; least squares over the segments fits
- * `bytes = perBatch * batches + perWc * wcs`. A per-WC allocation would show
- * as `perWc` >= 16 (the smallest heap object); `allocsPerWc = perWc / 16`
- * bounds the objects allocated per WC. Off-heap bytes (the batch buffers'
- * backing stores, one malloc per batch) come from `arrayBuffers`.
+ * Allocation per WC on the batch path. Method: the real fast path runs with
+ * bursts of 4..256 WRs, so its batches differ in size. Inside the running
+ * pipeline (setup excluded), right after a gc() at a checkpoint, `heapUsed`
+ * is read, and again ~300 batches later: the difference is what those
+ * batches allocated on the JS heap (small enough to fit the young
+ * generation; a segment during which a GC ran — seen by a PerformanceObserver
+ * or by heapUsed going down — is discarded). Least squares over the segments
+ * fits `bytes = perBatch * batches + perWc * wcs`. A per-WC allocation shows
+ * as `perWc` >= 16 B (the smallest heap object), so `allocsPerWc = perWc / 16`
+ * bounds the objects allocated per WC. Off-heap bytes (each batch's buffer,
+ * one malloc per batch) come from `arrayBuffers` the same way.
  */
 async function allocations(cfg: RunConfig) {
-  const segments: { wcs: number; batches: number; heap: number; external: number }[] = [];
+  const segments: { window: number; wcs: number; batches: number; heap: number; offHeap: number }[] = [];
   const counter = new GcCounter();
   const windows = [4, 16, 64, 256];
-  const perSegment = cfg.quick ? 20_000 : 100_000;
-  for (let round = 0; round < (cfg.quick ? 1 : 2); round++) {
-    for (const w of windows) {
-      gc();
-      gc();
-      await immediate();
-      const gcs = counter.count;
-      const m0 = process.memoryUsage();
-      const run = await runJs(cfg, 'fast', { depth: 1024, window: w, burst: w, rate: 0, total: perSegment });
-      const m1 = process.memoryUsage();
-      await immediate();
-      await sleep(5);
-      if (counter.count !== gcs) {
-        cfg.log(`  window ${w}: a GC ran during the segment, discarded`);
-        continue;
-      }
-      segments.push({ wcs: run.wcs, batches: run.batches, heap: m1.heapUsed - m0.heapUsed, external: m1.arrayBuffers - m0.arrayBuffers });
-      cfg.log(`  window ${w}: ${run.batches} batches (${fmt(run.wcs / run.batches, 1)} WC each), ${fmt((m1.heapUsed - m0.heapUsed) / run.batches, 0)} B heap per batch`);
-    }
+  const batchesPerSegment = 300;
+  const segmentsPerRun = cfg.quick ? 3 : 8;
+  let discarded = 0;
+  for (const w of windows) {
+    let seg: { wcs: number; batches: number; heap: number; ab: number; gcs: number } | undefined;
+    let pending: { wcs: number; batches: number; heap: number; offHeap: number; gcs: number } | undefined;
+    let batches = 0;
+    let wcs = 0;
+    let taken = 0;
+    let gcAt = -1;
+    const settle = () => {
+      if (!pending) return;
+      if (counter.count === pending.gcs && pending.heap > 0) segments.push({ window: w, ...pending });
+      else discarded++;
+      pending = undefined;
+    };
+    const total = w * batchesPerSegment * (segmentsPerRun + 2) * 2;
+    await runJs(cfg, 'fast', { depth: 1024, window: w, burst: w, rate: 0, total }, {
+      onBatch: (got) => {
+        batches++;
+        wcs = got;
+        if (taken >= segmentsPerRun) return;
+        if (!seg) {
+          if (batches < 50) return; // warm up first
+          settle();
+          if (gcAt < 0) {
+            gc();
+            gcAt = batches;
+            return;
+          }
+          // Start a few batches after the gc(), once its observer entry is in.
+          if (batches - gcAt < 4) return;
+          gcAt = -1;
+          const m = process.memoryUsage();
+          seg = { wcs, batches, heap: m.heapUsed, ab: m.arrayBuffers, gcs: counter.count };
+          return;
+        }
+        if (batches - seg.batches < batchesPerSegment) return;
+        const m = process.memoryUsage();
+        pending = { wcs: wcs - seg.wcs, batches: batches - seg.batches, heap: m.heapUsed - seg.heap, offHeap: m.arrayBuffers - seg.ab, gcs: seg.gcs };
+        seg = undefined;
+        taken++;
+      },
+    });
+    await immediate();
+    settle();
   }
   counter.close();
+  cfg.log(`  ${segments.length} GC-free segments (${discarded} discarded)`);
+  for (const g of segments) cfg.log(`  window ${g.window}: ${g.batches} batches of ${fmt(g.wcs / g.batches, 1)} WCs, ${fmt(g.heap / g.batches, 0)} B heap and ${fmt(g.offHeap / g.batches, 0)} B off-heap per batch`);
   if (segments.length < 2) return { method: 'heapUsed deltas', error: 'too few GC-free segments', allocsPerWc: NaN };
-  const fit = leastSquares2(segments.map((s) => [s.batches, s.wcs]), segments.map((s) => s.heap));
-  const fitExt = leastSquares2(segments.map((s) => [s.batches, s.wcs]), segments.map((s) => s.external));
-  // The setup of each segment (rig, subscription, promise) is a constant in
-  // every segment: the fit's batches column absorbs it only approximately,
-  // so also report the plain ratio.
-  const heapPerBatch = fit[0];
-  const heapPerWc = fit[1];
+  const x = segments.map((g) => [g.batches, g.wcs]);
+  const [heapPerBatch, heapPerWc] = leastSquares2(x, segments.map((g) => g.heap));
+  const [offPerBatch, offPerWc] = leastSquares2(x, segments.map((g) => g.offHeap));
   return {
-    method: 'heapUsed/arrayBuffers deltas over GC-free segments of the fast path, least squares bytes = a*batches + b*wcs',
+    method: 'heapUsed/arrayBuffers deltas over GC-free in-pipeline segments of the fast path; least squares bytes = a*batches + b*wcs; allocsPerWc = max(0, b) / 16',
     segments,
     heapBytesPerBatch: heapPerBatch,
     heapBytesPerWc: heapPerWc,
-    offHeapBytesPerBatch: fitExt[0],
-    offHeapBytesPerWc: fitExt[1],
+    offHeapBytesPerBatch: offPerBatch,
+    offHeapBytesPerWc: offPerWc,
     allocsPerWc: Math.max(0, heapPerWc) / 16,
   };
 }
@@ -674,6 +745,10 @@ async function memory(cfg: RunConfig) {
   const rssGrowth = (after.rss - before.rss) / MB;
   const heapGrowth = (after.heapUsed - before.heapUsed) / MB;
   const scale = 10_000_000 / run.wcs;
+  // Steady state: RSS slope over the second half of the run (after the heap
+  // and allocator reached their working size), per 10M WCs.
+  const late = checkpoints.filter((c) => c.wcs >= run.wcs / 2);
+  const slope = late.length >= 2 ? (late[late.length - 1].rssMB - late[0].rssMB) / (late[late.length - 1].wcs - late[0].wcs) : NaN;
   cfg.log('allocations per WC (fast path, GC-free segments):');
   const alloc = await allocations(cfg);
   return {
@@ -684,6 +759,7 @@ async function memory(cfg: RunConfig) {
     heapGrowthMB: heapGrowth,
     // Linear extrapolation to 10M WCs (an upper bound: the growth after the warm-up is not per WC).
     rssGrowthMBPer10M: rssGrowth * scale,
+    rssSteadySlopeMBPer10M: slope * 10_000_000,
     heapGrowthMBPer10M: heapGrowth * scale,
     checkpoints,
     allocations: alloc,
@@ -733,7 +809,7 @@ async function operators(cfg: RunConfig) {
   const cq = new SynthCq(batch, empty);
   const event: CqEvent = { cq, context: undefined };
   const perWakeup = 8;
-  const wakeups = cfg.quick ? 5_000 : 40_000;
+  const wakeups = cfg.quick ? 15_000 : 60_000;
   const id = <T>() => map((x: T) => x);
   const ackMap = () => {
     const counts = new Map<CqLike, number>();
@@ -772,7 +848,7 @@ async function operators(cfg: RunConfig) {
     const subject = new Subject<never>();
     let seen = 0;
     const sub = (subject.pipe(build()) as Observable<unknown>).subscribe((b) => {
-      seen += (b as WcBatch).length ?? 1;
+      seen += (b as WcBatch).length ?? k;
     });
     const t0 = performance.now();
     for (let w = 0; w < wakeups; w++) {
@@ -877,8 +953,9 @@ async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results> {
   }
   if (suites.includes('memory')) {
     results.memory = await memory(cfg);
-    // Full runs measure 10M WCs; quick runs extrapolate linearly (upper bound).
-    results.rssGrowthMB = cfg.quick ? results.memory.rssGrowthMBPer10M : results.memory.rssGrowthMB;
+    // Full runs measure 10M WCs; quick runs add the steady-state slope over
+    // 10M WCs to the growth measured over 1M (the first part is warm-up).
+    results.rssGrowthMB = cfg.quick ? results.memory.rssGrowthMB + Math.max(0, results.memory.rssSteadySlopeMBPer10M) : results.memory.rssGrowthMB;
     results.allocsPerWc = results.memory.allocations.allocsPerWc;
   }
   if (suites.includes('operators')) results.operators = await operators(cfg);
@@ -935,14 +1012,19 @@ function formatResults(r: Results): string {
     const rows = r.throughput.configs.map((c) => [
       `${c.depth}`,
       c.rate ? fmtRate(c.rate) : 'max',
-      ...(['native', 'fast', 'operators', 'naive'] as const).map((v) => `${fmtRate(c.runs[v].rate)} (${fmt(c.runs[v].wcsPerEvent ?? 0, 1)}/ev, ${fmt(c.runs[v].cpuPercent ?? 0, 0)}%)`),
+      ...(['native', 'fast', 'operators', 'naive'] as const).map((v) => `${fmtRate(c.runs[v].rate)} (${fmt(c.runs[v].wcsPerEvent ?? 0, 0)}/ev, ${fmt(c.runs[v].consumerNsPerWc ?? 0, 0)} ns)`),
       fmt(c.fastToNative, 2),
       fmt(c.operatorsToNative, 2),
       fmt(c.fastToNaive, 1),
       fmt(c.operatorsToNaive, 1),
+      `${fmt(c.naiveCpuOverFast, 1)} / ${fmt(c.naiveCpuOverOperators, 1)}`,
     ]);
     out.push(
-      table('\n1. Throughput, WC/s (WCs per event, process CPU); subscriber reads wr_id + status of every WC', ['depth', 'offered', 'native drain', 'fast path', 'operators', 'naive', 'fast/nat', 'ops/nat', 'fast/naive', 'ops/naive'], rows),
+      table(
+        '\n1. Throughput, WC/s (WCs per event, consumer-thread CPU ns per WC); the subscriber reads wr_id + status of every WC',
+        ['depth', 'offered', 'native drain', 'fast path', 'operators', 'naive', 'fast/nat', 'ops/nat', 'fast/naive', 'ops/naive', 'naive CPU/WC over fast/ops'],
+        rows,
+      ),
     );
   }
   if (r.eventRate) {
@@ -972,7 +1054,8 @@ function formatResults(r: Results): string {
         ['RSS before / after (MB)', `${fmt(mm.before.rss / MB, 1)} / ${fmt(mm.after.rss / MB, 1)}`],
         ['heap used before / after (MB)', `${fmt(mm.before.heapUsed / MB, 2)} / ${fmt(mm.after.heapUsed / MB, 2)}`],
         ['RSS growth (MB)', fmt(mm.rssGrowthMB, 2)],
-        ['RSS growth scaled to 10M WCs (MB)', fmt(mm.rssGrowthMBPer10M, 2)],
+        ['RSS growth scaled linearly to 10M WCs (MB)', fmt(mm.rssGrowthMBPer10M, 2)],
+        ['RSS steady-state slope over the 2nd half, per 10M WCs (MB)', fmt(mm.rssSteadySlopeMBPer10M, 2)],
         ['heap growth (MB)', fmt(mm.heapGrowthMB, 3)],
         ['JS heap bytes per batch (fit)', fmt(a.heapBytesPerBatch, 0)],
         ['JS heap bytes per WC (fit)', fmt(a.heapBytesPerWc, 2)],

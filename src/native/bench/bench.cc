@@ -48,6 +48,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// CPU time of the calling thread (the JS thread when called from JS).
+double ThreadCpuSeconds() {
+  timespec ts{0, 0};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -407,7 +414,8 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
   const uint32_t ack_every = U32(args, "ackEvery", 64, 1, 1u << 20);
   const std::string device = Str(args, "device", "soft0");
   struct Out {
-    double seconds = 0, wcs = 0, events = 0, polls = 0, wakeups = 0, errors = 0, checksum = 0;
+    double seconds = 0, wcs = 0, events = 0, polls = 0, wakeups = 0, errors = 0, checksum = 0,
+           consumer_cpu = 0;
     std::string error;
   } out;
   Guard(env, [&] {
@@ -419,6 +427,7 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
     uint64_t got = 0, events = 0, polls = 0, wakeups = 0, errors = 0, sum = 0;
     rig.cq->req_notify(false);
     const auto t0 = Clock::now();
+    const double cpu0 = ThreadCpuSeconds();
     prod->Start(cfg);
     pollfd pfd{rig.ch->fd(), POLLIN, 0};
     while (got < cfg.total) {
@@ -449,6 +458,7 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
       }
     }
     out.seconds = SecondsSince(t0);
+    out.consumer_cpu = ThreadCpuSeconds() - cpu0;
     prod->Release();
     if (out.error.empty() && !prod->error().empty()) out.error = prod->error();
     prod.reset();
@@ -468,6 +478,7 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
   o.Set("wakeups", out.wakeups);
   o.Set("errors", out.errors);
   o.Set("checksum", out.checksum);
+  o.Set("consumerCpuSeconds", out.consumer_cpu);
   if (!out.error.empty()) o.Set("error", out.error);
   return o;
 }
@@ -521,9 +532,18 @@ class Naive : public Object {
       poll.Stop();
       return;
     }
-    napi_value fn = cb.Value();
-    napi_value recv;
-    napi_get_undefined(e, &recv);
+    napi_handle_scope outer;
+    if (napi_open_handle_scope(e, &outer) != napi_ok) return;
+    Deliver(e);
+    napi_close_handle_scope(e, outer);
+  }
+
+  void Deliver(napi_env e) {
+    napi_value fn = nullptr, recv = nullptr;
+    if (napi_get_reference_value(e, static_cast<napi_ref>(cb), &fn) != napi_ok || !fn ||
+        napi_get_global(e, &recv) != napi_ok) {
+      return;
+    }
     for (;;) {
       int n = 0;
       try {
@@ -926,6 +946,7 @@ Napi::Value NativeBench(const Napi::CallbackInfo& info) {
   if (!info[0].IsString()) throw Napi::TypeError::New(env, "nativeBench: op must be a string");
   const std::string op = info[0].As<Napi::String>().Utf8Value();
   if (op == "drain") return Drain(info);
+  if (op == "threadCpu") return Napi::Number::New(env, ThreadCpuSeconds());
   if (op == "ping") return Ping(info);
   if (op == "producer.create") return ProducerCreate(info);
   if (op == "producer.start") return ProducerStart(info);

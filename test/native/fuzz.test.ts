@@ -1,0 +1,102 @@
+/**
+ * Model-free fuzzing of the public API (fast-check), run in child processes
+ * (test/fixtures/fuzz-child.js) so that a native crash is a failed test and
+ * not a dead jest. The normal run is a small fixed-seed set (a few thousand
+ * calls); RX_VERBS_FUZZ_CALLS=100000 runs that many (or use
+ * `node test/soak/fuzz-long.js --calls 100000`, which keeps going after a
+ * crash and reports every one).
+ */
+import { spawn } from 'child_process';
+import * as path from 'path';
+import { IS_SOFT } from '../helpers/device';
+
+const CHILD = path.join(__dirname, '..', 'fixtures', 'fuzz-child.js');
+const LONG = process.env.RX_VERBS_FUZZ_CALLS ? Number(process.env.RX_VERBS_FUZZ_CALLS) : undefined;
+/** Fixed seeds of the normal run; each child runs CALLS_EACH calls. */
+const SEEDS = [11, 22, 33];
+const CALLS_EACH = LONG ? Math.ceil(LONG / SEEDS.length) : 1200;
+
+interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  report?: {
+    calls: number;
+    runs: number;
+    errorsThrown: number;
+    byName: Record<string, number>;
+    sourceErrors: number;
+    knownBugs: Record<string, number>;
+    violation?: { what: string; detail: string; op: string };
+  };
+  lastRun: string;
+  stderrTail: string;
+}
+
+function runChild(seed: number, calls: number, timeoutMs: number): Promise<ChildResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--expose-gc', CHILD, '--seed', String(seed), '--calls', String(calls)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    let timedOut = false;
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => {
+      err += d;
+      if (err.length > 200_000) err = err.slice(-100_000);
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const runs = err.match(/^run \d+$/gm) ?? [];
+      let report: ChildResult['report'];
+      try {
+        report = JSON.parse(out.trim().split('\n').pop() ?? '');
+      } catch {
+        report = undefined;
+      }
+      resolve({ code, signal, timedOut, report, lastRun: runs[runs.length - 1] ?? '', stderrTail: err.slice(-3000) });
+    });
+  });
+}
+
+const describeSoft = IS_SOFT ? describe : describe.skip;
+
+describeSoft('fuzzing the public API', () => {
+  const results: ChildResult[] = [];
+  // Sanitizer builds (npm run test:asan) run several times slower.
+  const slow = process.env.RX_VERBS_ASAN ? 4 : 1;
+  const timeoutMs = (LONG ? Math.max(60_000, LONG * 5) : 45_000) * slow;
+
+  beforeAll(async () => {
+    results.push(...(await Promise.all(SEEDS.map((seed) => runChild(seed, CALLS_EACH, timeoutMs)))));
+  }, timeoutMs + 10_000);
+
+  it(`${SEEDS.length} fixed seeds x ${CALLS_EACH} calls: no crash, no hang, only TypeError/RangeError/coded errors, bystanders keep working`, () => {
+    const total = results.reduce((n, r) => n + (r.report?.calls ?? 0), 0);
+    for (const r of results) {
+      // A crash (signal, sanitizer exit code) or a hang names the run to replay:
+      // node --expose-gc test/fixtures/fuzz-child.js --seed S --run <run> --verbose
+      const summary = { code: r.code, signal: r.signal, timedOut: r.timedOut, lastRun: r.lastRun, violation: r.report?.violation };
+      if (r.code !== 0) throw new Error(`fuzz child failed: ${JSON.stringify(summary, null, 2)}\n${r.stderrTail}`);
+      expect(r.report?.violation).toBeUndefined();
+      // It really exercised errors on both sides: thrown ones and emitted ones.
+      expect(r.report!.errorsThrown).toBeGreaterThan(0);
+    }
+    expect(total).toBeGreaterThanOrEqual(SEEDS.length * CALLS_EACH);
+  });
+
+  // Bugs the fuzzer found; the children count them apart (and recover) so
+  // that they do not hide anything else. Each fails until fixed.
+  it('ctx.close() never refuses (it acks events the explicit path read before destroying the CQs)', () => {
+    expect(results.map((r) => r.report?.knownBugs?.ctxCloseUnacked ?? 0)).toEqual(results.map(() => 0));
+  });
+
+  it('unsubscribing an ackEvents() pipeline never throws (its flush clamps to what is still unacked)', () => {
+    expect(results.map((r) => r.report?.knownBugs?.ackFlushThrows ?? 0)).toEqual(results.map(() => 0));
+  });
+});
