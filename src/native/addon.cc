@@ -33,6 +33,7 @@ static void PinLibrary() {
 
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   PinLibrary();
+  this->env = env;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
     throw Napi::Error::New(env, "rx-verbs: no event loop for this environment");
   }
@@ -74,6 +75,7 @@ void Addon::Cleanup(void* arg) {
   auto* self = static_cast<Addon*>(arg);
   self->tearing_down = true;
   self->reaper.CloseAll();
+  self->batch_slab.Release(self->env);
 }
 
 static Napi::Object DeviceInfoObject(Napi::Env env, const DeviceInfo& d) {

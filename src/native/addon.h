@@ -7,6 +7,7 @@
 #include <napi.h>
 #include <uv.h>
 
+#include "util/batch_slab.h"
 #include "util/reaper.h"
 
 namespace rxv {
@@ -19,7 +20,9 @@ class Addon : public Napi::Addon<Addon> {
   static Addon* Get(Napi::Env env) { return env.GetInstanceData<Addon>(); }
 
   uv_loop_t* loop = nullptr;
+  napi_env env = nullptr;
   Reaper reaper;
+  BatchSlab batch_slab;
   // Set once the environment is going away: wrappers then release without
   // calling into JS.
   bool tearing_down = false;

@@ -115,9 +115,9 @@ export interface NativeQpCap {
   maxInlineData: number;
 }
 
-/** Receives channel wakeups: explicit events, and fast-path results as `[cq, ArrayBuffer | Error, ...]`. */
+/** Receives channel wakeups: explicit events, and fast-path results as `[cq, batch bytes | Error, ...]`. */
 export interface WakeupOwner {
-  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null): void;
+  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | Uint8Array | Error> | null): void;
 }
 
 /** Receives async events (already acked). */
@@ -191,11 +191,11 @@ export declare class NativeCq {
   readonly stats: NativeCqStats;
   readonly closed: boolean;
   requestNotify(solicitedOnly?: boolean): void;
-  /** null when the CQ is empty. */
-  poll(max?: number): ArrayBuffer | null;
+  /** The batch's bytes (a region of a shared slab), or null when the CQ is empty. */
+  poll(max?: number): Uint8Array | null;
   ack(n: number): void;
   /** 0 explicit, 1 fast path active, 2 fast path paused. */
-  setFastPath(mode: 0 | 1 | 2, ackEvery?: number): ArrayBuffer | undefined;
+  setFastPath(mode: 0 | 1 | 2, ackEvery?: number): Uint8Array | undefined;
   close(): void;
   /** Set by the TS wrapper so events map back to it. */
   owner?: unknown;

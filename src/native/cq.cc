@@ -6,11 +6,10 @@
 
 namespace rxv {
 
-napi_value WcsToArrayBuffer(napi_env env, const Wc* wcs, size_t n) {
-  napi_value ab = nullptr;
-  void* data = nullptr;
-  if (napi_create_arraybuffer(env, n * kWcBytes, &data, &ab) != napi_ok) return nullptr;
-  auto* base = static_cast<uint8_t*>(data);
+napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
+  uint8_t* base = nullptr;
+  napi_value view = slab.Take(env, n * kWcBytes, &base);
+  if (!view) return nullptr;
   auto* ids = reinterpret_cast<uint64_t*>(base);
   auto* cols = reinterpret_cast<uint32_t*>(base + n * 8);
   for (size_t i = 0; i < n; i++) {
@@ -25,7 +24,7 @@ napi_value WcsToArrayBuffer(napi_env env, const Wc* wcs, size_t n) {
     cols[6 * n + i] = w.wc_flags;
     cols[7 * n + i] = w.vendor_err;
   }
-  return ab;
+  return view;
 }
 
 Napi::Function CqWrap::Init(Napi::Env env) {
@@ -147,9 +146,9 @@ Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// poll(max): an ArrayBuffer of up to `max` completions (see
-// WcsToArrayBuffer), or null when the CQ is empty: an empty poll is the
-// common case at the end of every drain and allocates nothing.
+// poll(max): a batch of up to `max` completions (see WcsToBatch), or null
+// when the CQ is empty: an empty poll is the common case at the end of
+// every drain and allocates nothing.
 Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Cq* cq = Checked(env, "ibv_poll_cq");
@@ -160,9 +159,9 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   polls_++;
   if (n == 0) return env.Null();
   wcs_ += static_cast<uint64_t>(n);
-  napi_value ab = WcsToArrayBuffer(env, scratch_.data(), static_cast<size_t>(n));
-  if (!ab) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
-  return Napi::Value(env, ab);
+  napi_value batch = WcsToBatch(env, addon_->batch_slab, scratch_.data(), static_cast<size_t>(n));
+  if (!batch) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  return Napi::Value(env, batch);
 }
 
 // ack(n): acknowledges n events read from the channel for this CQ.
@@ -222,7 +221,7 @@ napi_value CqWrap::Service(napi_env env) {
     return RawVerbsError(env, e);
   }
   if (n == 0) return nullptr;
-  return WcsToArrayBuffer(env, scratch_.data(), n);
+  return WcsToBatch(env, addon_->batch_slab, scratch_.data(), n);
 }
 
 // setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
@@ -247,7 +246,7 @@ Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
   napi_value out = Service(env);
   if (!out) return env.Undefined();
   Napi::Value v(env, out);
-  if (!v.IsArrayBuffer()) throw Napi::Error(env, v);
+  if (!v.IsTypedArray()) throw Napi::Error(env, v);
   return v;
 }
 

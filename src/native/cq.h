@@ -10,18 +10,20 @@
 #include <vector>
 
 #include "provider/provider.h"
+#include "util/batch_slab.h"
 #include "util/wrap.h"
 
 namespace rxv {
 
 class ChannelWrap;
 
-// Work completions cross into JS as one ArrayBuffer in structure-of-arrays
-// form: wr_id u64[n], then status, opcode, byte_len, imm, qp_num, src_qp,
-// wc_flags, vendor_err as u32[n] each (40 bytes per completion).
+// Work completions cross into JS as a Uint8Array (a region of a shared slab,
+// see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
+// status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err as
+// u32[n] each (40 bytes per completion). nullptr when JS values cannot be
+// made (environment going away).
 constexpr size_t kWcBytes = 40;
-// nullptr when the buffer cannot be made (environment going away).
-napi_value WcsToArrayBuffer(napi_env env, const Wc* wcs, size_t n);
+napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
 class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
  public:

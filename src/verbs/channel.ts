@@ -131,10 +131,10 @@ export class CompletionChannel {
   }
 
   /** @internal One call per watcher wakeup (from the addon). */
-  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | ArrayBuffer | Error> | null): void {
+  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | Uint8Array | Error> | null): void {
     if (fast) {
       for (let i = 0; i < fast.length; i += 2) {
-        (fast[i] as NativeCq & { owner: Cq }).owner.deliver(fast[i + 1] as ArrayBuffer | Error);
+        (fast[i] as NativeCq & { owner: Cq }).owner.deliver(fast[i + 1] as Uint8Array | Error);
       }
     }
     if (events) {

@@ -1,11 +1,11 @@
-import { isArrayBuffer } from 'util/types';
+import { isUint8Array } from 'util/types';
 import type { NativeCq, NativeCqStats } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
 import { CqOverrunError } from './errors';
 import type { CqLike } from './interfaces';
-import { WcBatch, WC_BYTES } from './wc-batch';
+import { WcBatch } from './wc-batch';
 
 /** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
 export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
@@ -79,7 +79,7 @@ export class Cq implements CqLike {
   /** Takes up to `max` completions (default 64) without blocking (`ibv_poll_cq`). */
   poll(max = 64): WcBatch {
     const buf = this.native.poll(max);
-    return buf === null ? WcBatch.empty() : new WcBatch(buf, buf.byteLength / WC_BYTES);
+    return buf === null ? WcBatch.empty() : WcBatch.fromBytes(buf);
   }
 
   /** Acknowledges `n` events read from the channel for this CQ (`ibv_ack_cq_events`). */
@@ -116,7 +116,7 @@ export class Cq implements CqLike {
           channel.retain();
           retained = true;
           const first = this.native.setFastPath(FAST_ACTIVE, ackEvery);
-          if (first) source.push(new WcBatch(first, first.byteLength / WC_BYTES));
+          if (first) source.push(WcBatch.fromBytes(first));
         },
         stop: () => {
           if (retained) {
@@ -139,11 +139,11 @@ export class Cq implements CqLike {
   }
 
   /** @internal The watcher's fast-path delivery. */
-  deliver(payload: ArrayBuffer | Error): void {
+  deliver(payload: Uint8Array | Error): void {
     if (!this.source) return;
     // Checked by kind, not instanceof: the addon's values may come from another realm.
-    if (!isArrayBuffer(payload)) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
-    else this.source.push(new WcBatch(payload, payload.byteLength / WC_BYTES));
+    if (!isUint8Array(payload)) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
+    else this.source.push(WcBatch.fromBytes(payload));
   }
 
   /** @internal An async event said this CQ is broken or the device died. */

@@ -45,8 +45,10 @@ export interface WorkCompletion {
 export class WcBatch {
   /** Number of completions in the batch. */
   readonly length: number;
-  /** The underlying buffer (see the class comment for its layout). */
+  /** The underlying buffer (see the class comment for its layout); often shared with other batches. */
   readonly buffer: ArrayBuffer;
+  /** Where this batch starts in `buffer` (a multiple of 8). */
+  readonly byteOffset: number;
   // Column views are made on first use: a consumer that reads wr_id and
   // status pays for two views per batch, not ten.
   private readonly views: Array<Uint32Array | undefined> = [];
@@ -54,23 +56,34 @@ export class WcBatch {
   private wordsView: Uint32Array | undefined;
 
   /**
-   * Wraps `length` completions laid out in `buffer` (see the class comment).
-   * @throws RangeError when the buffer is too small for `length`.
+   * Wraps `length` completions laid out in `buffer` from `byteOffset` (see
+   * the class comment).
+   * @throws RangeError when the buffer is too small for `length` or the
+   *   offset is not a multiple of 8.
    */
-  constructor(buffer: ArrayBuffer, length: number) {
+  constructor(buffer: ArrayBuffer, length: number, byteOffset = 0) {
     if (!Number.isInteger(length) || length < 0) {
       throw new RangeError(`WcBatch length must be a non-negative integer, got ${length}`);
     }
-    if (buffer.byteLength < length * WC_BYTES) {
-      throw new RangeError(`WcBatch buffer holds ${buffer.byteLength} bytes, ${length * WC_BYTES} needed`);
+    if (!Number.isInteger(byteOffset) || byteOffset < 0 || byteOffset % 8 !== 0) {
+      throw new RangeError(`WcBatch byteOffset must be a non-negative multiple of 8, got ${byteOffset}`);
+    }
+    if (buffer.byteLength - byteOffset < length * WC_BYTES) {
+      throw new RangeError(`WcBatch buffer holds ${buffer.byteLength - byteOffset} bytes from its offset, ${length * WC_BYTES} needed`);
     }
     this.length = length;
     this.buffer = buffer;
+    this.byteOffset = byteOffset;
+  }
+
+  /** A batch over bytes laid out as the class comment says (what the addon hands over). */
+  static fromBytes(bytes: Uint8Array): WcBatch {
+    return new WcBatch(bytes.buffer as ArrayBuffer, bytes.byteLength / WC_BYTES, bytes.byteOffset);
   }
 
   /** `wr_id` as full 64-bit values (each read makes a BigInt). */
   get wrId(): BigUint64Array {
-    return (this.wrIdView ??= new BigUint64Array(this.buffer, 0, this.length));
+    return (this.wrIdView ??= new BigUint64Array(this.buffer, this.byteOffset, this.length));
   }
 
   /**
@@ -78,7 +91,7 @@ export class WcBatch {
    * at 2i+1): read ids that fit in 32 bits without making a BigInt.
    */
   get wrIdWords(): Uint32Array {
-    return (this.wordsView ??= new Uint32Array(this.buffer, 0, this.length * 2));
+    return (this.wordsView ??= new Uint32Array(this.buffer, this.byteOffset, this.length * 2));
   }
 
   /** Numeric `ibv_wc_status`; 0 is success. */
@@ -123,7 +136,7 @@ export class WcBatch {
 
   private column(k: number): Uint32Array {
     const n = this.length;
-    return (this.views[k] = new Uint32Array(this.buffer, n * 8 + k * n * 4, n));
+    return (this.views[k] = new Uint32Array(this.buffer, this.byteOffset + n * 8 + k * n * 4, n));
   }
 
   /** Low 32 bits of `wr_id` i, as a number (no BigInt made). */
@@ -142,7 +155,8 @@ export class WcBatch {
    */
   static from(wcs: ReadonlyArray<Partial<WorkCompletionInit>>): WcBatch {
     const n = wcs.length;
-    const batch = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    const { buffer, byteOffset } = allocate(n);
+    const batch = new WcBatch(buffer, n, byteOffset);
     wcs.forEach((wc, i) => {
       batch.wrId[i] = BigInt.asUintN(64, BigInt(wc.wrId ?? 0));
       batch.status[i] = wc.status ?? 0;
@@ -157,26 +171,32 @@ export class WcBatch {
     return batch;
   }
 
-  /** Concatenates batches into one. */
+  /** Concatenates batches into one (one allocation; a single batch is returned as is). */
   static concat(batches: ReadonlyArray<WcBatch>): WcBatch {
     if (batches.length === 1) return batches[0];
     let n = 0;
     for (const b of batches) n += b.length;
-    const out = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    const { buffer: out, byteOffset } = allocate(n);
+    const dst = new Uint32Array(out, byteOffset, n * (WC_BYTES / 4));
     let at = 0;
+    // In 32-bit words a batch of m is: wr_id at [0, 2m), column k at 2m + k*m.
     for (const b of batches) {
-      out.wrId.set(b.wrId, at);
-      out.status.set(b.status, at);
-      out.opcode.set(b.opcode, at);
-      out.byteLen.set(b.byteLen, at);
-      out.imm.set(b.imm, at);
-      out.qpNum.set(b.qpNum, at);
-      out.srcQp.set(b.srcQp, at);
-      out.flags.set(b.flags, at);
-      out.vendorErr.set(b.vendorErr, at);
-      at += b.length;
+      const m = b.length;
+      if (m === 0) continue;
+      const src = new Uint32Array(b.buffer, b.byteOffset, m * (WC_BYTES / 4));
+      if (m >= 256) {
+        // Large parts: bulk copies (each view costs more than a short loop).
+        dst.set(src.subarray(0, 2 * m), 2 * at);
+        for (let k = 0; k < 8; k++) dst.set(src.subarray(2 * m + k * m, 2 * m + (k + 1) * m), 2 * n + k * n + at);
+      } else {
+        for (let i = 0, t = 2 * at; i < 2 * m; i++) dst[t + i] = src[i];
+        for (let k = 0; k < 8; k++) {
+          for (let i = 0, f = 2 * m + k * m, t = 2 * n + k * n + at; i < m; i++) dst[t + i] = src[f + i];
+        }
+      }
+      at += m;
     }
-    return out;
+    return new WcBatch(out, n, byteOffset);
   }
 
   /** A sub-range `[start, end)` as a new batch (copies). */
@@ -184,7 +204,8 @@ export class WcBatch {
     const s = Math.max(0, Math.min(start, this.length));
     const e = Math.max(s, Math.min(end, this.length));
     const n = e - s;
-    const out = new WcBatch(new ArrayBuffer(n * WC_BYTES), n);
+    const { buffer, byteOffset } = allocate(n);
+    const out = new WcBatch(buffer, n, byteOffset);
     out.wrId.set(this.wrId.subarray(s, e));
     out.status.set(this.status.subarray(s, e));
     out.opcode.set(this.opcode.subarray(s, e));
@@ -254,3 +275,22 @@ export interface WorkCompletionInit {
 }
 
 const EMPTY = new WcBatch(new ArrayBuffer(0), 0);
+
+// Batches made in JS (concat, slice, from) are carved from shared slabs as
+// the addon's are: an ArrayBuffer per batch would cost more than the copy.
+const SLAB_BYTES = 128 * 1024;
+let slab = new ArrayBuffer(SLAB_BYTES);
+let slabUsed = 0;
+
+/** Fresh, zeroed room for `n` completions (never handed out twice). */
+function allocate(n: number): { buffer: ArrayBuffer; byteOffset: number } {
+  const bytes = n * WC_BYTES;
+  if (bytes > SLAB_BYTES / 4) return { buffer: new ArrayBuffer(bytes), byteOffset: 0 };
+  if (SLAB_BYTES - slabUsed < bytes) {
+    slab = new ArrayBuffer(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const byteOffset = slabUsed;
+  slabUsed += (bytes + 7) & ~7;
+  return { buffer: slab, byteOffset };
+}
