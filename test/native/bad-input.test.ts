@@ -3,7 +3,7 @@ import * as path from 'path';
 import { openDevice, createSoftDevice, listDevices, Mr, SendWr, RecvWr, AccessFlag } from '../../src';
 import { binding } from '../../src/native/binding';
 import { makePair, region, expectThrow, itSoft, TEST_DEVICE, IS_SOFT } from '../helpers/device';
-import { wcs, expectFreshPairWorks, sendOnce } from './support';
+import { wcs, expectFreshPairWorks, sendOnce, localError, pastCapacityLength, expectPastCapacity } from './support';
 
 /** Casts garbage to whatever a parameter wants (the point of these tests). */
 const bad = <T>(v: unknown): T => v as T;
@@ -178,16 +178,22 @@ describe('bad input: clear errors, the process keeps running, other objects keep
     try {
       const n = p.b.cap.maxRecvWr;
       const dst = region(p.pd, 8);
-      const err = expectThrow(() => p.b.postRecv(Array.from({ length: n + 3 }, (_, i) => ({ wrId: i, sg: { mr: dst } }))), 'Error', {
+      // Soft: n + 3 WRs, the (n+1)th fails. Real devices may hold more than n (see pastCapacityLength).
+      const length = pastCapacityLength(n, n + 3);
+      const err = expectThrow(() => p.b.postRecv(Array.from({ length }, (_, i) => ({ wrId: i, sg: { mr: dst } }))), 'Error', {
         code: 'ENOMEM',
-        badWr: n,
       });
       expect(err.syscall).toBe('ibv_post_recv');
-      // Drain those n receives, then the pair works.
+      const posted = expectPastCapacity(err, n, length); // n on soft
+      // Drain those receives (sends in rounds that a's send queue and the CQs hold), then the pair works.
       const src = region(p.pd, 8);
-      for (let i = 0; i < n; i++) p.a.postSend({ wrId: i, sg: { mr: src } });
-      expect((await wcs(p.cqB, n)).length).toBe(n);
-      expect((await wcs(p.cqA, n)).every((w) => w.status === 'SUCCESS')).toBe(true);
+      for (let done = 0; done < posted; ) {
+        const k = Math.min(posted - done, p.a.cap.maxSendWr);
+        for (let i = 0; i < k; i++) p.a.postSend({ wrId: done + i, sg: { mr: src } });
+        expect((await wcs(p.cqB, k)).length).toBe(k);
+        expect((await wcs(p.cqA, k)).every((w) => w.status === 'SUCCESS')).toBe(true);
+        done += k;
+      }
       await sendOnce(p.a, p.b);
       await expectFreshPairWorks();
     } finally {
@@ -243,7 +249,9 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       const dst = region(p.pd, 16);
       p.b.postRecv({ wrId: 1, sg: { mr: dst } });
       p.a.postSend({ wrId: 0xbad, sg: { mr: foreign } });
-      expect((await wcs(p.cqA, 1))[0]).toMatchObject({ wrId: 0xbadn, status: 'LOC_PROT_ERR' });
+      const [wc] = await wcs(p.cqA, 1);
+      expect(wc.wrId).toBe(0xbadn);
+      expect(localError('LOC_PROT_ERR')).toContain(wc.status); // rxe: LOC_QP_OP_ERR (no MR for that lkey in this PD)
       expect(dst.buffer.every((x) => x === 0)).toBe(true);
       await expectFreshPairWorks(p.ctx);
       await expectFreshPairWorks(other);

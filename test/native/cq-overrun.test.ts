@@ -1,7 +1,7 @@
 import { firstValueFrom, filter, timeout } from 'rxjs';
 import { credits } from '../../src/completion';
 import type { AsyncEvent, WcBatch } from '../../src';
-import { region, waitFor, sleep, itSoft, expectThrow } from '../helpers/device';
+import { region, waitFor, sleep, itSoft, expectThrow, TEST_GID_INDEX } from '../helpers/device';
 import { customPair, CustomPair, wcs, expectQuiet } from './support';
 
 /**
@@ -18,8 +18,9 @@ function setup(depth = 4): CustomPair & { n: number } {
   p.recvB.close();
   const b = p.pd.createQp({ sendCq: p.sendB, recvCq: shallow, cap: { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 4, maxRecvSge: 4 } });
   p.a.native.modify({ qpState: 0 }, 1); // a back to RESET, to reconnect to the new b
-  p.a.connect(b.endpoint());
-  b.connect(p.a.endpoint());
+  const gid = { gidIndex: TEST_GID_INDEX }; // RoCE: the AV needs a GRH
+  p.a.connect(b.endpoint(gid), gid);
+  b.connect(p.a.endpoint(gid), gid);
   return { ...p, b, recvB: shallow, cqB: p.sendB, n: shallow.cqe };
 }
 

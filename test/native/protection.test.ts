@@ -1,22 +1,25 @@
 import { randomBytes } from 'crypto';
 import { makePair, region, expectThrow, Pair } from '../helpers/device';
-import { guarded, wcs, expectQuiet, expectFreshPairWorks } from './support';
+import { guarded, wcs, expectQuiet, expectFreshPairWorks, localError } from './support';
 import type { AccessFlag, WcStatus } from '../../src';
 
 const ALL: AccessFlag[] = ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ'];
 
 /**
  * Runs one violation on a fresh pair: `post` posts on `p.a`; the first
- * completion on a's CQ must have `status`. Then the pair's context must still
- * move data on a fresh pair.
+ * completion on a's CQ must have `status` (or one of `status`: see
+ * localError() for where real devices may differ from the spec's status; the
+ * soft device is always held to the exact one). Then the pair's context must
+ * still move data on a fresh pair.
  */
-async function violation(post: (p: Pair) => void, status: WcStatus, after?: (p: Pair) => Promise<void> | void): Promise<void> {
+async function violation(post: (p: Pair) => void, status: WcStatus | readonly WcStatus[], after?: (p: Pair) => Promise<void> | void): Promise<void> {
   const p = makePair();
   try {
     post(p);
     const [wc] = await wcs(p.cqA, 1);
     expect(wc).toBeDefined();
-    expect(wc).toMatchObject({ wrId: 0xbadn, status });
+    expect(wc.wrId).toBe(0xbadn);
+    expect(typeof status === 'string' ? [status] : status).toContain(wc.status);
     expect(p.a.state).toBe('ERR');
     await after?.(p);
     await expectFreshPairWorks(p.ctx);
@@ -145,7 +148,7 @@ describe('memory protection', () => {
         p.b.postRecv({ wrId: 1, sg: { mr: dst.mr } });
         p.a.postSend({ wrId: 0xbad, sg: { addr: src.addr, length: 64, lkey: (src.lkey ^ 0x00ff00ff) >>> 0 } });
       },
-      'LOC_PROT_ERR',
+      localError('LOC_PROT_ERR'), // rxe: LOC_QP_OP_ERR (no MR for that lkey)
       async (p) => {
         await expectQuiet(p.cqB, 20);
         expect(dst!.whole.equals(before!)).toBe(true);
@@ -222,7 +225,8 @@ describe('memory protection', () => {
       p.b.postRecv({ wrId: 0xbad, sg: { mr: dst.mr } });
       p.a.postSend({ wrId: 2, sg: { mr: src } });
       const [r] = await wcs(p.cqB, 1);
-      expect(r).toMatchObject({ wrId: 0xbadn, status: 'LOC_PROT_ERR' });
+      expect(r.wrId).toBe(0xbadn);
+      expect(localError('LOC_PROT_ERR')).toContain(r.status); // rxe: LOC_QP_OP_ERR (a receive WQE it cannot write)
       const [s] = await wcs(p.cqA, 1);
       expect(s.wrId).toBe(2n);
       expect(s.status).not.toBe('SUCCESS');
@@ -263,7 +267,7 @@ describe('memory protection', () => {
         p.b.postRecv({ wrId: 1, sg: { mr: dst.mr } });
         p.a.postSend({ wrId: 0xbad, sg: { mr: src } });
       },
-      'LOC_PROT_ERR',
+      localError('LOC_PROT_ERR'), // rxe: LOC_QP_OP_ERR (no MR for that lkey in this PD)
       async (p) => {
         await expectQuiet(p.cqB, 20);
         expect(dst!.whole.equals(before!)).toBe(true);

@@ -3,8 +3,8 @@
  * protection, async-events, data, bad-input). Not a test file itself.
  */
 import { randomBytes } from 'crypto';
-import { Context, Cq, Mr, Pd, Qp, WorkCompletion, AccessFlag, ConnectOptions, QpCapOptions, openDevice } from '../../src';
-import { makePair, pollN, sleep, TEST_DEVICE, TEST_GID_INDEX, Pair } from '../helpers/device';
+import { Context, Cq, Mr, Pd, Qp, WorkCompletion, AccessFlag, ConnectOptions, QpCapOptions, WcStatus, openDevice } from '../../src';
+import { makePair, pollN, sleep, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT, Pair } from '../helpers/device';
 
 /** A registered region inside a bigger buffer, with canary bytes before and after it. */
 export interface Guarded {
@@ -147,4 +147,52 @@ export function caught(fn: () => unknown): (Error & Record<string, unknown>) | u
     return err as Error & Record<string, unknown>;
   }
   return undefined;
+}
+
+/**
+ * The completion statuses a WR that fails locally may carry on the device
+ * under test. The soft device reports the status the IB spec names for the
+ * fault (LOC_PROT_ERR: the lkey names no MR of the QP's PD, or the MR lacks
+ * the access; LOC_LEN_ERR: the message is longer than the receive buffer),
+ * and on soft the tests keep expecting exactly that. Real devices may report
+ * such faults with the generic LOC_QP_OP_ERR instead: the kernel's rxe (seen
+ * on 6.1) completes a send whose lkey it cannot resolve (wrong lkey, MR of
+ * another PD or context), and a receive it cannot write (MR without
+ * LOCAL_WRITE, buffer too small: a "malformed WQE" on the responder), with
+ * LOC_QP_OP_ERR. So on real devices either is accepted; the callers still check
+ * that the WR failed locally, that nothing was written and that the QP is in
+ * ERR, which is what an application relies on.
+ */
+export function localError(status: 'LOC_PROT_ERR' | 'LOC_LEN_ERR'): WcStatus[] {
+  return IS_SOFT ? [status] : [status, 'LOC_QP_OP_ERR'];
+}
+
+/**
+ * How many WRs to post in one array to go past a queue that reports capacity
+ * `n`. The soft device's queues hold exactly what it reports, so there
+ * `softLength` (a few past n) is enough and the failure must come at WR n.
+ * Real devices round their queues up and may hold more than `cap` says (rxe
+ * does: the reported capacity is a lower bound), so there a longer array is
+ * posted; see {@link expectPastCapacity}.
+ */
+export function pastCapacityLength(n: number, softLength = n + 1): number {
+  return IS_SOFT ? softLength : Math.max(4 * n, n + 64);
+}
+
+/**
+ * Checks where a post of `length` WRs into a queue of reported capacity `n`
+ * stopped (`err.badWr`, the caller has checked it is ENOMEM) and returns how
+ * many WRs were posted: exactly n on the soft device; on real devices any
+ * count from n on, inside the array.
+ */
+export function expectPastCapacity(err: Record<string, unknown>, n: number, length: number): number {
+  const posted = err.badWr as number;
+  expect(typeof posted).toBe('number');
+  if (IS_SOFT) {
+    expect(posted).toBe(n);
+  } else {
+    expect(posted).toBeGreaterThanOrEqual(n);
+    expect(posted).toBeLessThan(length);
+  }
+  return posted;
 }
