@@ -99,7 +99,7 @@ targets=("$@")
 say "jest --runInBand ${targets[*]}"
 start=$SECONDS
 LD_PRELOAD="$ASAN_RT${LD_PRELOAD:+:$LD_PRELOAD}" \
-  "$ROOT/node_modules/.bin/jest" --runInBand --testTimeout=120000 "${targets[@]}" 2>&1 | tee "$OUT/jest.log"
+  "$ROOT/node_modules/.bin/jest" --runInBand --forceExit --testTimeout=120000 ${RX_VERBS_RESULTS_DIR:+--json "--outputFile=$RX_VERBS_RESULTS_DIR/asan.json"} "${targets[@]}" 2>&1 | tee "$OUT/jest.log"
 jest_rc=${PIPESTATUS[0]}
 say "jest exit $jest_rc after $((SECONDS - start)) s"
 

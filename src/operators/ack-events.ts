@@ -52,7 +52,7 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
         let failure: { err: unknown } | undefined;
         for (const [cq, n] of counts) {
           try {
-            cq.ack(n);
+            ackAtMost(cq, n);
           } catch (err) {
             failure ??= { err };
           }
@@ -65,7 +65,7 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
           if (n >= every) {
             unacked.delete(event.cq);
             try {
-              event.cq.ack(n);
+              ackAtMost(event.cq, n);
             } catch (err) {
               subscriber.error(err);
               return;
@@ -98,4 +98,16 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
         flush();
       };
     });
+}
+
+/**
+ * Acks `n` events, or fewer when the CQ says fewer are outstanding: someone
+ * else (another ackEvents on the same multicast stream, a context closing in
+ * the safe order) may have acked them, and acking more than were read is an
+ * error in rdma-core. A closed CQ needs no acks.
+ */
+function ackAtMost(cq: CqLike, n: number): void {
+  if (cq.closed) return;
+  const k = cq.unacked === undefined ? n : Math.min(n, cq.unacked);
+  if (k > 0) cq.ack(k);
 }

@@ -193,12 +193,31 @@ export class Context {
    */
   close(): void {
     if (this.native.closed) return;
+    // The safe order starts with acking: events read on the explicit path
+    // (tryGetEvent, or buffered by events$) would make the CQs refuse to go.
+    for (const child of this.childList()) {
+      if (child instanceof Cq && !child.closed && child.unacked > 0) child.ack(child.unacked);
+    }
     for (const child of this.childList()) if (child instanceof Pd) child.closeQps();
     this.children.closeAll((c) => c instanceof Cq);
     this.children.closeAll((c) => c instanceof CompletionChannel);
     this.children.closeAll();
     this.native.close();
     this.asyncSource?.complete();
+  }
+
+  /**
+   * @internal Reads and applies pending async events now, so a caller that
+   * just saw a verb fail learns whether the device died (DEVICE_FATAL) or
+   * only one CQ broke (CQ_ERR).
+   */
+  applyPendingAsync(): void {
+    if (!this.native.closed) this.handleAsync(this.native.readAsyncEvents());
+  }
+
+  /** @internal The error the device died with, if it did. */
+  get fatalError(): DeviceFatalError | undefined {
+    return this.fatal;
   }
 
   /** @internal */

@@ -115,7 +115,15 @@ export class Cq implements CqLike {
           if (this.native.closed) return;
           channel.retain();
           retained = true;
-          const first = this.native.setFastPath(FAST_ACTIVE, ackEvery);
+          let first: Uint8Array | undefined;
+          try {
+            first = this.native.setFastPath(FAST_ACTIVE, ackEvery);
+          } catch (err) {
+            // A CQ that cannot be armed (overrun, dead device) is not watched.
+            retained = false;
+            channel.release();
+            throw this.failureFor(err as Error);
+          }
           if (first) source.push(WcBatch.fromBytes(first));
         },
         stop: () => {
@@ -142,8 +150,8 @@ export class Cq implements CqLike {
   deliver(payload: Uint8Array | Error): void {
     if (!this.source) return;
     // Checked by kind, not instanceof: the addon's values may come from another realm.
-    if (!isUint8Array(payload)) this.source.error(new CqOverrunError(`CQ failed: ${payload.message}`, { cqe: this.safeCqe(), cause: payload }));
-    else this.source.push(WcBatch.fromBytes(payload));
+    if (isUint8Array(payload)) this.source.push(WcBatch.fromBytes(payload));
+    else this.source.error(this.failureFor(payload));
   }
 
   /** @internal An async event said this CQ is broken or the device died. */
@@ -163,6 +171,16 @@ export class Cq implements CqLike {
     this.native.close();
     this.source?.complete();
     this.context.forget(this);
+  }
+
+  /** The typed error for a failed arm or poll: the device died, or the CQ overran. */
+  private failureFor(cause: Error): Error {
+    this.context.applyPendingAsync();
+    return (
+      this.context.fatalError ??
+      this.failure ??
+      new CqOverrunError(`CQ failed: ${cause.message}`, { cqe: this.safeCqe(), cause })
+    );
   }
 
   private safeCqe(): number | undefined {

@@ -18,6 +18,13 @@ export interface CqLike {
   ack(n: number): void;
   /** The CQ's depth. */
   readonly cqe: number;
+  /**
+   * Events read for this CQ and not acked yet, where the CQ knows it (the
+   * native one does): `ackEvents` then never acks more than that.
+   */
+  readonly unacked?: number;
+  /** True once destroyed, where the CQ knows it. */
+  readonly closed?: boolean;
 }
 
 /** One completion event read from a channel: which CQ fired, and its user context. */

@@ -410,6 +410,16 @@ describeSoft('faults', () => {
       p.ctx.faults.errorCompletion(explicitCq, { wrId: 7, status: 'SUCCESS' });
       expect(await waitFor(() => closedInside, 3000)).toBe(true);
       await sleep(50);
+      if (throwInside !== undefined) {
+        // Leave nothing behind (a half-closed context keeps a watched channel,
+        // and jest, alive), then fail.
+        subs.unsubscribe();
+        for (const cq of [p.cqA, p.cqB, explicitCq]) if (!cq.closed && cq.unacked > 0) cq.ack(cq.unacked);
+        p.ctx.close();
+      }
+      // Today (timing-dependent): EBUSY "1 events not acknowledged" — the explicit
+      // event read in the same wakeup is counted but not yet delivered when
+      // ctx.close() runs; the context's close must ack it (see the test above).
       expect(throwInside).toBeUndefined();
       expect(errors).toEqual([]);
       expect(ends.sort()).toEqual(['A', 'B', 'async', 'events']);
