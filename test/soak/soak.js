@@ -28,7 +28,11 @@ const { binding } = require('../../dist/native/binding');
 const argv = process.argv.slice(2);
 const num = (n, d) => (argv.includes(`--${n}`) ? Number(argv[argv.indexOf(`--${n}`) + 1]) : d);
 const SECONDS = argv.includes('--seconds') ? num('seconds', 60) : num('minutes', 1) * 60;
-const WARMUP = num('warmup', Math.min(15, Math.max(5, Math.round(SECONDS / 6))));
+// The allocator's working set with worker threads coming and going (each
+// worker's isolate, per-thread malloc arenas) takes about half a minute to
+// plateau on a 2-core machine: growth is judged after that, and after at
+// least a third of the run.
+const WARMUP = num('warmup', Math.max(30, Math.round(SECONDS / 3)));
 const PAIRS = num('pairs', 4);
 const RSS_MB = num('rss-mb', 20);
 const HEAP_MB = num('heap-mb', 16);
