@@ -1,0 +1,168 @@
+/** Suite 3: ping-pong round trips in event mode and spin-then-park, against native event mode and busy polling. */
+import { performance } from 'perf_hooks';
+import { Subscription } from 'rxjs';
+import { ackEvents, batchCompletions, drainCq, rearm } from '../../operators';
+import { openDevice, WcBatch, WC_OPCODES } from '../../verbs';
+import { fmt } from './format';
+import { RunConfig, nb } from './rig';
+
+export interface LatencyStats {
+  variant: string;
+  samples: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  mean: number;
+  min: number;
+}
+
+export function stats(variant: string, us: Float64Array): LatencyStats {
+  const s = Float64Array.from(us).sort();
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  let sum = 0;
+  for (const x of s) sum += x;
+  return { variant, samples: s.length, p50: at(0.5), p99: at(0.99), p999: at(0.999), mean: sum / s.length, min: s[0] };
+}
+
+export type PingKind = 'fast' | 'operators' | 'spin';
+
+/** Ping-pong from JS against the native echo peer: post a SEND, wait for the echo's SEND to land in a receive. */
+export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warmup: number, spinUs: number): Promise<Float64Array> {
+  const depth = 16;
+  const ctx = openDevice(cfg.device);
+  let echo: { handle: unknown; qpNum: number; lid: number; psn: number } | undefined;
+  try {
+    const channel = ctx.createCompChannel();
+    const cq = ctx.createCq({ cqe: depth * 2 + 16, channel });
+    const pd = ctx.allocPd();
+    const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: depth, maxRecvWr: depth } });
+    const mr = pd.registerMemory(Buffer.alloc((depth + 1) * 64), { access: ['LOCAL_WRITE'] });
+    echo = nb('echo.create', { context: ctx.native, pd: pd.native, depth, peerQpNum: qp.qpNum, peerPsn: qp.psn }) as typeof echo & object;
+    qp.connect({ qpNum: echo.qpNum, lid: echo.lid, psn: echo.psn, port: 1 });
+    const recvs = Array.from({ length: depth }, (_, i) => ({ wrId: i, sg: { mr, offset: i * 64, length: 64 } }));
+    for (const r of recvs) qp.postRecv(r);
+    const send = { wrId: 0, sg: { mr, offset: depth * 64, length: 8 }, signaled: false };
+    nb('echo.start', { mode: kind === 'spin' ? 'poll' : 'event' }, echo.handle);
+    const out = new Float64Array(iters);
+    let k = 0;
+    let t0 = 0;
+    // Returns true when the round trip ended (a receive completed).
+    const handle = (b: WcBatch): boolean => {
+      const t = performance.now();
+      let recv = false;
+      for (let i = 0; i < b.length; i++) {
+        if (b.status[i] !== 0) throw new Error(`ping: completion failed with status ${b.status[i]}`);
+        if (b.opcode[i] === WC_OPCODES.RECV) {
+          qp.postRecv(recvs[b.wrIdLow(i)]);
+          recv = true;
+        }
+      }
+      if (recv) {
+        if (k >= warmup) out[k - warmup] = (t - t0) * 1000;
+        k++;
+      }
+      return recv;
+    };
+    if (kind === 'spin') {
+      const source = cq.completions$;
+      while (k < warmup + iters) {
+        t0 = performance.now();
+        qp.postSend(send);
+        for (;;) {
+          const b = await source.take({ spinUs });
+          if (b && handle(b)) break;
+        }
+      }
+    } else {
+      await new Promise<void>((resolve, reject) => {
+        let sub: Subscription | undefined;
+        const timer = setTimeout(() => reject(new Error(`ping stalled after ${k} round trips`)), 60_000);
+        const onBatch = (b: WcBatch) => {
+          try {
+            if (!handle(b)) return;
+            if (k >= warmup + iters) {
+              clearTimeout(timer);
+              setImmediate(() => {
+                sub?.unsubscribe();
+                resolve();
+              });
+              return;
+            }
+            t0 = performance.now();
+            qp.postSend(send);
+          } catch (err) {
+            clearTimeout(timer);
+            reject(err);
+          }
+        };
+        if (kind === 'fast') {
+          sub = cq.completions$.subscribe({ next: onBatch, error: reject });
+        } else {
+          sub = channel.events$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions()).subscribe({ next: onBatch, error: reject });
+          cq.requestNotify();
+        }
+        t0 = performance.now();
+        qp.postSend(send);
+      });
+    }
+    nb('echo.stop', undefined, echo.handle);
+    nb('echo.close', undefined, echo.handle);
+    echo = undefined;
+    return out;
+  } finally {
+    if (echo) nb('echo.close', undefined, echo.handle);
+    ctx.close();
+  }
+}
+
+export function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number, warmup: number): Float64Array {
+  return new Float64Array(nb('ping', { device: cfg.device, mode, iters, warmup }) as ArrayBuffer);
+}
+
+export async function latency(cfg: RunConfig) {
+  const iters = cfg.quick ? 3000 : 30_000;
+  const warmup = cfg.quick ? 200 : 1000;
+  const chunks = cfg.quick ? 3 : 6;
+  const spinUs = 200;
+  const per = Math.ceil(iters / chunks);
+  // Variants run in interleaved chunks and their samples are merged, so a
+  // burst of load on the machine hits every variant alike.
+  const variants: [string, () => Promise<Float64Array> | Float64Array][] = [
+    ['native-event', () => pingNative(cfg, 'event', per, warmup)],
+    ['rxv-fast-event', () => pingJs(cfg, 'fast', per, warmup, 0)],
+    ['rxv-operators-event', () => pingJs(cfg, 'operators', per, warmup, 0)],
+    ['native-busy-poll', () => pingNative(cfg, 'poll', per, warmup)],
+    ['rxv-spin', () => pingJs(cfg, 'spin', per, warmup, spinUs)],
+  ];
+  const samples = new Map<string, Float64Array[]>();
+  cfg.log(`latency: RC ping-pong against a native echo peer, ${iters} round trips per variant in ${chunks} interleaved chunks`);
+  for (let c = 0; c < chunks; c++) {
+    for (const [name, run] of variants) {
+      const s = await run();
+      samples.set(name, [...(samples.get(name) ?? []), s]);
+      const st = stats(name, s);
+      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(19)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
+    }
+  }
+  const best: Record<string, LatencyStats> = {};
+  for (const [name, parts] of samples) {
+    const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
+    }
+    best[name] = stats(name, all);
+  }
+  const ev = best['rxv-fast-event'];
+  return {
+    p50RatioToNative: ev.p50 / best['native-event'].p50,
+    p99OverP50: ev.p99 / ev.p50,
+    spinP50OverEventP50: best['rxv-spin'].p50 / ev.p50,
+    operatorsP50RatioToNative: best['rxv-operators-event'].p50 / best['native-event'].p50,
+    spinP50RatioToNativeBusyPoll: best['rxv-spin'].p50 / best['native-busy-poll'].p50,
+    nativeP99OverP50: best['native-event'].p99 / best['native-event'].p50,
+    spinUs,
+    variants: best,
+  };
+}

@@ -1,0 +1,165 @@
+/** Running the chosen suites, judging the targets, and the tables and JSON of the results. */
+import * as os from 'os';
+import { idle } from './idle';
+import { latency } from './latency';
+import { MB, memory } from './memory';
+import { operators } from './operators';
+import { RunConfig } from './rig';
+import { eventRate, throughput } from './throughput';
+import { fmt, fmtRate } from './format';
+
+/** The suites, in the order they run. */
+export const SUITES = ['throughput', 'eventRate', 'latency', 'idle', 'memory', 'operators'] as const;
+/** One benchmark suite. */
+export type Suite = (typeof SUITES)[number];
+
+export interface Results {
+  meta: Record<string, unknown>;
+  throughput?: Awaited<ReturnType<typeof throughput>>;
+  eventRate?: Awaited<ReturnType<typeof eventRate>>;
+  latency?: Awaited<ReturnType<typeof latency>>;
+  idle?: Awaited<ReturnType<typeof idle>>;
+  memory?: Awaited<ReturnType<typeof memory>>;
+  operators?: Awaited<ReturnType<typeof operators>>;
+  idleCpuPercent?: number;
+  rssGrowthMB?: number;
+  allocsPerWc?: number;
+  targets: { name: string; target: string; value: number; met: boolean }[];
+}
+
+export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results> {
+  const started = Date.now();
+  const results: Results = {
+    meta: {
+      quick: cfg.quick,
+      device: cfg.device,
+      node: process.version,
+      cpus: os.cpus().length,
+      loadAverageBefore: os.loadavg(),
+      date: new Date().toISOString(),
+    },
+    targets: [],
+  };
+  if (suites.includes('throughput')) results.throughput = await throughput(cfg);
+  if (suites.includes('eventRate')) results.eventRate = await eventRate(cfg);
+  if (suites.includes('latency')) results.latency = await latency(cfg);
+  if (suites.includes('idle')) {
+    results.idle = await idle(cfg);
+    results.idleCpuPercent = results.idle.cpuPercent;
+  }
+  if (suites.includes('memory')) {
+    results.memory = await memory(cfg);
+    // Full runs measure 10M WCs; quick runs add the steady-state slope over
+    // 10M WCs to the growth measured over 1M (the first part is warm-up).
+    results.rssGrowthMB = cfg.quick ? results.memory.rssGrowthMB + Math.max(0, results.memory.rssSteadySlopeMBPer10M) : results.memory.rssGrowthMB;
+    results.allocsPerWc = results.memory.allocations.allocsPerWc;
+  }
+  if (suites.includes('operators')) results.operators = await operators(cfg);
+  results.meta.seconds = (Date.now() - started) / 1000;
+  results.meta.loadAverageAfter = os.loadavg();
+  results.targets = targets(results);
+  return results;
+}
+
+export function targets(r: Results): Results['targets'] {
+  const t: Results['targets'] = [];
+  const add = (name: string, target: string, value: number | undefined, met: (v: number) => boolean) => {
+    if (value !== undefined && !Number.isNaN(value)) t.push({ name, target, value, met: met(value) });
+  };
+  add('throughput fast path / native drain', '>= 0.5', r.throughput?.ratioToNative, (v) => v >= 0.5);
+  add('throughput operators / native drain', '>= 0.5', r.throughput?.operatorsRatioToNative, (v) => v >= 0.5);
+  add('throughput fast path / naive', '>= 10', r.throughput?.ratioToNaive, (v) => v >= 10);
+  add('throughput operators / naive', '>= 10', r.throughput?.operatorsRatioToNaive, (v) => v >= 10);
+  add('event rate fast path / native loop', '>= 0.5', r.eventRate?.ratioToNative, (v) => v >= 0.5);
+  add('event rate operators / native loop', '>= 0.5', r.eventRate?.operatorsRatioToNative, (v) => v >= 0.5);
+  add('latency event p50 / native event p50', '<= 1.5', r.latency?.p50RatioToNative, (v) => v <= 1.5);
+  add('latency event p99 / p50', '<= 3', r.latency?.p99OverP50, (v) => v <= 3);
+  add('latency spin p50 / event p50', '<= 0.5', r.latency?.spinP50OverEventP50, (v) => v <= 0.5);
+  add('idle CPU (% of a core)', '< 1', r.idleCpuPercent, (v) => v < 1);
+  add('RSS growth over 10M WCs (MB)', '< 5', r.rssGrowthMB, (v) => v < 5);
+  add('allocations per WC (batch path)', '~0 (< 0.05)', r.allocsPerWc, (v) => v < 0.05);
+  return t;
+}
+
+export function table(title: string, header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
+  const fmtRow = (r: string[]) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  return [title, line, fmtRow(header), line, ...rows.map(fmtRow), line].join('\n');
+}
+
+export function formatResults(r: Results): string {
+  const out: string[] = [];
+  const m = r.meta;
+  out.push(`rx-verbs bench (${m.quick ? 'quick' : 'full'}) on ${m.device}, node ${m.node}, ${m.cpus} CPUs, load ${(m.loadAverageBefore as number[]).map((x) => x.toFixed(1)).join(' ')}`);
+  if (r.throughput) {
+    const rows = r.throughput.configs.map((c) => [
+      `${c.depth}`,
+      c.rate ? fmtRate(c.rate) : 'max',
+      ...(['native', 'fast', 'operators', 'naive'] as const).map((v) => `${fmtRate(c.runs[v].rate)} (${fmt(c.runs[v].wcsPerEvent ?? 0, 0)}/ev, ${fmt(c.runs[v].consumerNsPerWc ?? 0, 0)} ns)`),
+      fmt(c.fastToNative, 2),
+      fmt(c.operatorsToNative, 2),
+      fmt(c.fastToNaive, 1),
+      fmt(c.operatorsToNaive, 1),
+      `${fmt(c.naiveCpuOverFast, 1)} / ${fmt(c.naiveCpuOverOperators, 1)}`,
+    ]);
+    out.push(
+      table(
+        '\n1. Throughput, WC/s (WCs per event, consumer-thread CPU ns per WC); the subscriber reads wr_id + status of every WC',
+        ['depth', 'offered', 'native drain', 'fast path', 'operators', 'naive', 'fast/nat', 'ops/nat', 'fast/naive', 'ops/naive', 'naive CPU/WC over fast/ops'],
+        rows,
+      ),
+    );
+  }
+  if (r.eventRate) {
+    const e = r.eventRate;
+    out.push(
+      table('\n2. Event rate, one WC per event', ['variant', 'events/s', 'WC/event', 'ratio to native'], Object.entries(e.runs).map(([k, v]) => [k, fmtRate(v.rate), fmt(v.wcsPerEvent ?? 0, 2), fmt(v.rate / e.runs.native.rate, 2)])),
+    );
+  }
+  if (r.latency) {
+    const l = r.latency;
+    const base: Record<string, string> = { 'rxv-fast-event': 'native-event', 'rxv-operators-event': 'native-event', 'rxv-spin': 'native-busy-poll' };
+    out.push(
+      table(
+        `\n3. Latency, RC ping-pong round trip in us (spin: take({ spinUs: ${l.spinUs} }))`,
+        ['variant', 'p50', 'p99', 'p99.9', 'mean', 'p99/p50', 'p50/native'],
+        Object.values(l.variants).map((s) => [s.variant, fmt(s.p50, 1), fmt(s.p99, 1), fmt(s.p999, 1), fmt(s.mean, 1), fmt(s.p99 / s.p50, 2), base[s.variant] ? fmt(s.p50 / l.variants[base[s.variant]].p50, 2) : '']),
+      ),
+    );
+  }
+  if (r.idle) out.push(`\n4. Idle: ${fmt(r.idle.cpuPercent, 3)}% of a core over ${r.idle.seconds} s (${r.idle.channels} channels, ${r.idle.cqs} CQs armed and subscribed, ${r.idle.wakeups} wakeups)`);
+  if (r.memory) {
+    const mm = r.memory;
+    const a = mm.allocations as unknown as Record<string, number>;
+    out.push(
+      table('\n5. Memory', ['measure', 'value'], [
+        ['WCs through cq.completions$', fmtRate(mm.wcs)],
+        ['RSS before / after (MB)', `${fmt(mm.before.rss / MB, 1)} / ${fmt(mm.after.rss / MB, 1)}`],
+        ['heap used before / after (MB)', `${fmt(mm.before.heapUsed / MB, 2)} / ${fmt(mm.after.heapUsed / MB, 2)}`],
+        ['RSS growth (MB)', fmt(mm.rssGrowthMB, 2)],
+        ['RSS growth scaled linearly to 10M WCs (MB)', fmt(mm.rssGrowthMBPer10M, 2)],
+        ['RSS steady-state slope over the 2nd half, per 10M WCs (MB)', fmt(mm.rssSteadySlopeMBPer10M, 2)],
+        ['heap growth (MB)', fmt(mm.heapGrowthMB, 3)],
+        ['JS heap bytes per batch (fit)', fmt(a.heapBytesPerBatch, 0)],
+        ['JS heap bytes per WC (fit)', fmt(a.heapBytesPerWc, 2)],
+        ['off-heap bytes per batch / per WC (fit)', `${fmt(a.offHeapBytesPerBatch, 0)} / ${fmt(a.offHeapBytesPerWc, 1)}`],
+        ['allocations per WC (<= heap B per WC / 16)', fmt(a.allocsPerWc, 3)],
+      ]),
+    );
+  }
+  if (r.operators) {
+    out.push(
+      table(
+        `\n6. Operators, ns per WC (synthetic CqLike, ${r.operators.wcsPerBatch} WC/batch)`,
+        ['operator', 'ns/WC', 'RxJS baseline', 'ns/WC', 'ratio'],
+        r.operators.rows.map((o) => [o.operator, fmt(o.nsPerWc, 2), o.baseline, fmt(o.baselineNsPerWc, 2), fmt(o.ratio, 2)]),
+      ),
+    );
+  }
+  if (r.targets.length) {
+    out.push(table('\nTargets', ['target', 'goal', 'measured', 'met'], r.targets.map((t) => [t.name, t.target, fmt(t.value, 3), t.met ? 'yes' : 'NO'])));
+  }
+  out.push(`\n${fmt(m.seconds as number, 1)} s`);
+  return out.join('\n');
+}

@@ -1,0 +1,256 @@
+/** Shared plumbing of the benchmarks: run configuration, CPU sampling, the JS rig over the native producer, and the runners of each variant. */
+import { performance } from 'perf_hooks';
+import { Subscription } from 'rxjs';
+import { binding } from '../../native/binding';
+import { ackEvents, batchCompletions, drainCq, rearm } from '../../operators';
+import { Context, openDevice, WcBatch } from '../../verbs';
+import { fmt, fmtRate } from './format';
+
+export interface RunConfig {
+  quick: boolean;
+  device: string;
+  log: (line: string) => void;
+}
+
+export type Nb = (op: string, args?: Record<string, unknown>, handle?: unknown) => unknown;
+export const nb: Nb = (op, args, handle) => binding().nativeBench(op, args, handle);
+
+export const gc = (): void => (globalThis as unknown as { gc: () => void }).gc();
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export const immediate = () => new Promise<void>((r) => setImmediate(r));
+
+export interface CpuSample {
+  wall: number;
+  cpu: NodeJS.CpuUsage;
+  thread: number;
+}
+export const threadCpu = (): number => nb('threadCpu') as number;
+export const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage(), thread: threadCpu() });
+/** CPU the calling (JS) thread used since `s`, in ns per item. */
+export const threadNsPer = (s: CpuSample, items: number): number => ((threadCpu() - s.thread) * 1e9) / Math.max(1, items);
+/** Process CPU (all threads: JS, device, producer) as % of one core since `s`. */
+export function cpuPercent(s: CpuSample): number {
+  const d = process.cpuUsage(s.cpu);
+  return ((d.user + d.system) / 1000 / (performance.now() - s.wall)) * 100;
+}
+
+/** One pass of a workload: what was moved and how fast. */
+export interface Run {
+  variant: string;
+  wcs: number;
+  seconds: number;
+  rate: number;
+  wcsPerEvent?: number;
+  cpuPercent?: number;
+  /** CPU the consumer's thread spent per WC (the JS thread; the drain loop's thread for native). */
+  consumerNsPerWc?: number;
+  error?: string;
+}
+
+/** Producer settings for one run (see src/native/bench). */
+export interface Load {
+  depth: number;
+  total: number;
+  window: number;
+  burst: number;
+  rate: number;
+}
+
+export interface ProducerHandle {
+  handle: unknown;
+  counter: ArrayBuffer;
+}
+
+/** A soft device set up for the JS consumers: the CQ under test on a channel, and a native producer posting to it. */
+export class JsRig {
+  readonly ctx: Context;
+  readonly channel;
+  readonly cq;
+  readonly pd;
+  readonly producer: ProducerHandle;
+  readonly credits: Uint32Array;
+
+  constructor(device: string, depth: number, maxWr: number) {
+    this.ctx = openDevice(device);
+    this.channel = this.ctx.createCompChannel();
+    this.cq = this.ctx.createCq({ cqe: depth, channel: this.channel });
+    this.pd = this.ctx.allocPd();
+    this.producer = nb('producer.create', { context: this.ctx.native, pd: this.pd.native, cq: this.cq.native, maxWr }) as ProducerHandle;
+    this.credits = new Uint32Array(this.producer.counter);
+  }
+
+  start(load: Load): void {
+    nb('producer.start', { total: load.total, window: load.window, burst: load.burst, rate: load.rate }, this.producer.handle);
+  }
+
+  stop(): { posted: number; error?: string } {
+    return nb('producer.stop', undefined, this.producer.handle) as { posted: number; error?: string };
+  }
+
+  close(): void {
+    nb('producer.close', undefined, this.producer.handle);
+    this.ctx.close();
+  }
+}
+
+export type Consumer = (batch: WcBatch) => void;
+
+/**
+ * Subscribes the pipeline under test: `fast` (cq.completions$) or `operators`
+ * (channel.events$ + rearm, ackEvents, drainCq, batchCompletions).
+ */
+export function subscribePipeline(rig: JsRig, kind: 'fast' | 'operators', onBatch: Consumer): Subscription {
+  if (kind === 'fast') return rig.cq.completions$.subscribe({ next: onBatch });
+  const sub = rig.channel.events$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions()).subscribe({ next: onBatch });
+  rig.cq.requestNotify();
+  const first = rig.cq.poll(256);
+  if (first.length > 0) onBatch(first);
+  return sub;
+}
+
+/** Moves `load.total` WCs through a JS pipeline; the subscriber reads wr_id and status of every WC. */
+export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, hooks?: { onBatch?: (got: number) => void }): Promise<Run & { batches: number }> {
+  const rig = new JsRig(cfg.device, load.depth, load.window);
+  return new Promise((resolve, reject) => {
+    let got = 0;
+    let batches = 0;
+    let sum = 0;
+    let errors = 0;
+    let done = false;
+    let sub: Subscription | undefined;
+    let cpu: CpuSample;
+    let timer: NodeJS.Timeout | undefined;
+    const credits = rig.credits;
+    const finish = (error?: string) => {
+      if (done) return;
+      done = true;
+      const seconds = (performance.now() - cpu.wall) / 1000;
+      const cpuPct = cpuPercent(cpu);
+      const consumerNsPerWc = threadNsPer(cpu, got);
+      clearTimeout(timer);
+      const stopped = rig.stop();
+      sub?.unsubscribe();
+      const events = rig.cq.stats.events;
+      try {
+        rig.close();
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      resolve({
+        variant: kind,
+        wcs: got,
+        seconds,
+        rate: got / seconds,
+        wcsPerEvent: got / Math.max(1, events),
+        cpuPercent: cpuPct,
+        consumerNsPerWc,
+        batches,
+        error: error ?? stopped.error ?? (errors > 0 ? `${errors} failed WCs` : undefined),
+      });
+    };
+    const onBatch = (b: WcBatch) => {
+      const n = b.length;
+      const words = b.wrIdWords;
+      const status = b.status;
+      for (let i = 0; i < n; i++) {
+        sum = (sum + words[2 * i] + words[2 * i + 1]) | 0;
+        if (status[i] !== 0) errors++;
+      }
+      credits[0] += n;
+      got += n;
+      batches++;
+      hooks?.onBatch?.(got);
+      if (got >= load.total) setImmediate(finish);
+    };
+    try {
+      sub = subscribePipeline(rig, kind, onBatch);
+      cpu = cpuStart();
+      rig.start(load);
+      timer = setTimeout(() => finish(`stalled after ${got} of ${load.total} WCs`), 60_000 + (load.rate ? (load.total / load.rate) * 2000 : 0));
+    } catch (err) {
+      sub?.unsubscribe();
+      rig.close();
+      reject(err);
+    }
+  });
+}
+
+/** The native event-mode drain loop (the limit). */
+export function runNative(cfg: RunConfig, load: Load): Run {
+  const cpu = cpuStart();
+  const r = nb('drain', { device: cfg.device, cqe: load.depth, total: load.total, window: load.window, burst: load.burst, rate: load.rate }) as {
+    seconds: number;
+    wcs: number;
+    events: number;
+    consumerCpuSeconds: number;
+    error?: string;
+  };
+  return {
+    variant: 'native',
+    wcs: r.wcs,
+    seconds: r.seconds,
+    rate: r.wcs / r.seconds,
+    wcsPerEvent: r.wcs / Math.max(1, r.events),
+    cpuPercent: cpuPercent(cpu),
+    consumerNsPerWc: (r.consumerCpuSeconds * 1e9) / Math.max(1, r.wcs),
+    error: r.error,
+  };
+}
+
+/** The naive binding: one MakeCallback and one fresh object per WC. */
+export function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    let got = 0;
+    let sum = 0;
+    let done = false;
+    let cpu: CpuSample;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (error?: string) => {
+      if (done) return;
+      done = true;
+      const seconds = (performance.now() - cpu.wall) / 1000;
+      const cpuPct = cpuPercent(cpu);
+      const consumerNsPerWc = threadNsPer(cpu, got);
+      clearTimeout(timer);
+      const s = nb('naive.close', undefined, handle) as { events: number; error?: string };
+      resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc, error: error ?? s.error });
+    };
+    const callback = (wc: { wrId: bigint; status: number }) => {
+      sum = (sum + Number(wc.wrId) + wc.status) | 0;
+      if (++got === load.total) setImmediate(finish);
+    };
+    let handle: unknown;
+    try {
+      handle = nb('naive.create', { device: cfg.device, cqe: load.depth, callback });
+      cpu = cpuStart();
+      nb('naive.start', { total: load.total, window: load.window, burst: load.burst, rate: load.rate }, handle);
+      timer = setTimeout(() => finish(`stalled after ${got} of ${load.total} WCs`), 60_000 + (load.rate ? (load.total / load.rate) * 2000 : 0));
+    } catch (err) {
+      reject(err);
+    }
+  });
+}
+
+export type Variant = 'native' | 'fast' | 'operators' | 'naive';
+
+export function runVariant(cfg: RunConfig, v: Variant, load: Load): Promise<Run> {
+  if (v === 'native') return Promise.resolve(runNative(cfg, load));
+  if (v === 'naive') return runNaive(cfg, load);
+  return runJs(cfg, v, load);
+}
+
+/** Runs every variant `rounds` times, interleaved, and keeps each variant's best (highest rate) round. */
+export async function bestOf(cfg: RunConfig, label: string, variants: Variant[], load: (v: Variant) => Load, rounds: number): Promise<Record<string, Run>> {
+  const best: Record<string, Run> = {};
+  for (let r = 0; r < rounds; r++) {
+    for (const v of variants) {
+      const run = await runVariant(cfg, v, load(v));
+      if (run.error) cfg.log(`  ${label} ${v}: ${run.error}`);
+      if (!best[v] || run.rate > best[v].rate) best[v] = run;
+      cfg.log(`  ${label} round ${r + 1}/${rounds} ${v.padEnd(9)} ${fmtRate(run.rate)} WC/s  ${fmt(run.wcsPerEvent ?? 0, 1)} WC/event  cpu ${fmt(run.cpuPercent ?? 0, 0)}%  consumer ${fmt(run.consumerNsPerWc ?? 0, 0)} ns/WC`);
+      await immediate();
+    }
+  }
+  return best;
+}

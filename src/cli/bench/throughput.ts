@@ -1,0 +1,70 @@
+/** Suites 1 and 2: throughput at several CQ depths and producer rates, and the one-WC-per-event rate. */
+import { fmtRate } from './format';
+import { Load, Run, RunConfig, Variant, bestOf } from './rig';
+
+export interface ThroughputConfig {
+  depth: number;
+  rate: number;
+  runs: Record<string, Run>;
+  fastToNative: number;
+  operatorsToNative: number;
+  fastToNaive: number;
+  operatorsToNaive: number;
+  /** Consumer-thread CPU per WC: naive / fast path (how much cheaper the pipeline is, independent of the shared producer and device threads). */
+  naiveCpuOverFast: number;
+  naiveCpuOverOperators: number;
+}
+
+export async function throughput(cfg: RunConfig) {
+  const q = cfg.quick;
+  const depths = q ? [256, 4096] : [64, 256, 1024, 4096];
+  const paced = q ? [{ depth: 1024, rate: 200_000 }] : [{ depth: 1024, rate: 100_000 }, { depth: 1024, rate: 400_000 }];
+  const total = q ? 150_000 : 1_000_000;
+  const pacedSeconds = q ? 0.4 : 2;
+  const rounds = q ? 2 : 3;
+  const configs: ThroughputConfig[] = [];
+  const all = [...depths.map((depth) => ({ depth, rate: 0 })), ...paced];
+  for (const { depth, rate } of all) {
+    cfg.log(`throughput: depth ${depth}, ${rate ? `${fmtRate(rate)} WC/s offered` : 'producer unlimited'}`);
+    const n = rate ? Math.round(rate * pacedSeconds) : total;
+    const load = (v: Variant): Load => ({ depth, window: depth, burst: Math.min(32, depth), rate, total: v === 'naive' && !rate ? Math.round(n / 3) : n });
+    const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
+    configs.push({
+      depth,
+      rate,
+      runs,
+      fastToNative: runs.fast.rate / runs.native.rate,
+      operatorsToNative: runs.operators.rate / runs.native.rate,
+      fastToNaive: runs.fast.rate / runs.naive.rate,
+      operatorsToNaive: runs.operators.rate / runs.naive.rate,
+      naiveCpuOverFast: (runs.naive.consumerNsPerWc ?? NaN) / (runs.fast.consumerNsPerWc ?? NaN),
+      naiveCpuOverOperators: (runs.naive.consumerNsPerWc ?? NaN) / (runs.operators.consumerNsPerWc ?? NaN),
+    });
+  }
+  const unpaced = configs.filter((c) => c.rate === 0);
+  return {
+    // Headline: the fast path (cq.completions$) at the worst unpaced depth.
+    ratioToNative: Math.min(...unpaced.map((c) => c.fastToNative)),
+    ratioToNaive: Math.min(...unpaced.map((c) => c.fastToNaive)),
+    operatorsRatioToNative: Math.min(...unpaced.map((c) => c.operatorsToNative)),
+    operatorsRatioToNaive: Math.min(...unpaced.map((c) => c.operatorsToNaive)),
+    consumerCpuNaiveOverFast: Math.min(...unpaced.map((c) => c.naiveCpuOverFast)),
+    consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
+    configs,
+  };
+}
+
+
+export async function eventRate(cfg: RunConfig) {
+  const total = cfg.quick ? 4000 : 40_000;
+  cfg.log('event rate: one WC in flight (one WC per event)');
+  const load = (v: Variant): Load => ({ depth: 64, window: 1, burst: 1, rate: 0, total: v === 'naive' ? total / 2 : total });
+  const runs = await bestOf(cfg, 'events', ['native', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);
+  return {
+    ratioToNative: runs.fast.rate / runs.native.rate,
+    operatorsRatioToNative: runs.operators.rate / runs.native.rate,
+    naiveRatioToNative: runs.naive.rate / runs.native.rate,
+    eventsPerSecond: Object.fromEntries(Object.entries(runs).map(([k, r]) => [k, r.rate])),
+    runs,
+  };
+}
