@@ -42,7 +42,10 @@ export class Pd {
 
   /**
    * Registers memory (`ibv_reg_mr`). The region keeps `buffer` alive until it
-   * is closed.
+   * is closed. Do not transfer (detach) the underlying ArrayBuffer — e.g. by
+   * `postMessage` with a transfer list or `structuredClone` — while it is
+   * registered: the device may still write to it, and Node-API offers no way
+   * to forbid the detach.
    * @param buffer the memory: a Buffer, typed array, DataView or ArrayBuffer.
    * @param options `access`: flag names, default `['LOCAL_WRITE']`; remote write needs local write.
    */
