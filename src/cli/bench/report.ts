@@ -6,6 +6,7 @@ import { MB, memory } from './memory';
 import { operators } from './operators';
 import { RunConfig } from './rig';
 import { eventRate, throughput } from './throughput';
+import { formatTable } from '../report';
 import { fmt, fmtRate } from './format';
 
 /** The suites, in the order they run. */
@@ -81,11 +82,9 @@ export function targets(r: Results): Results['targets'] {
   return t;
 }
 
+/** A titled table with a header row (see formatTable). */
 export function table(title: string, header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
-  const fmtRow = (r: string[]) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-  return [title, line, fmtRow(header), line, ...rows.map(fmtRow), line].join('\n');
+  return formatTable(rows, header, title);
 }
 
 export function formatResults(r: Results): string {
