@@ -9,9 +9,9 @@ import { execFile, execFileSync } from 'child_process';
 import * as path from 'path';
 import { AsyncEvent, Context, WcBatch, createSoftDevice, defaultDeviceName, listDevices, openDevice } from '../../src';
 import { devices } from '../../src/cli/commands/devices';
-import { IS_SOFT, TEST_DEVICE, makePair, region, waitFor } from '../helpers/device';
+import { IS_SOFT, TEST_DEVICE, makePair, pollN, region, waitFor } from '../helpers/device';
 import { scaled } from '../helpers/slow';
-import { caught, wcs } from './support';
+import { caught } from './support';
 
 const itSoft = IS_SOFT ? it : it.skip;
 const ROOT = path.join(__dirname, '..', '..');
@@ -173,11 +173,10 @@ describe('rx-verbs devices', () => {
       return undefined;
     }
   })();
-  (devinfo ? it : it.skip)(`agrees with ibv_devinfo on ${TEST_DEVICE} (real devices with rdma-core's tools installed)`, async () => {
+  (devinfo ? it : it.skip)("agrees with rdma-core's ibv_devinfo (real devices, where rdma-core's tools are installed)", async () => {
     const [d] = JSON.parse((await runDevices(['--json', '--device', TEST_DEVICE])).out);
     const field = (name: string) => devinfo!.match(new RegExp(`^\\s*${name}:\\s*(\\S+)`, 'm'))?.[1];
     expect(d.nodeGuid).toBe(field('node_guid'));
-    expect(d.fwVer).toBe(field('fw_ver'));
     expect(String(d.ports[0].activeMtu)).toBe(field('active_mtu'));
     expect(d.ports[0].linkLayer).toBe(field('link_layer'));
   });
@@ -251,12 +250,12 @@ describe('WcBatch.allOk()', () => {
       const dst = region(p.pd, 64);
       p.b.postRecv({ wrId: 1, sg: { mr: dst } });
       p.a.postSend({ wrId: 2, sg: { mr: src } });
-      const ok = WcBatch.from(await wcs(p.cqA, 1));
+      const ok = await pollN(p.cqA, 1);
       expect(ok.at(0)).toMatchObject({ wrId: 2n, status: 'SUCCESS' });
       expect(ok.allOk()).toBe(true);
       // An RDMA WRITE with a wrong rkey fails with a remote access error.
       p.a.postSend({ wrId: 3, opcode: 'RDMA_WRITE', sg: { mr: src }, remote: { addr: dst.addr, rkey: (dst.rkey ^ 0x5a5a) >>> 0 } });
-      const bad = WcBatch.from(await wcs(p.cqA, 1));
+      const bad = await pollN(p.cqA, 1);
       expect(bad.at(0)).toMatchObject({ wrId: 3n, status: 'REM_ACCESS_ERR' });
       expect(bad.allOk()).toBe(false);
       expect(WcBatch.concat([ok, bad]).allOk()).toBe(false);
