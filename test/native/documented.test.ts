@@ -51,7 +51,7 @@ describe('running where libibverbs.so.1 is missing', () => {
       const ctx = b.openDevice('soft0'); out.soft0 = ctx.deviceName; ctx.close();
       process.stdout.write(JSON.stringify(out));
     `;
-    const env = { ...process.env, RXV_IBVERBS_LIBRARY: missing };
+    const env: NodeJS.ProcessEnv = { ...process.env, RXV_IBVERBS_LIBRARY: missing };
     delete env.RX_VERBS_DEVICE;
     const stdout = await new Promise<string>((resolve, reject) =>
       execFile(process.execPath, ['-e', script], { env, timeout: scaled(30000) }, (err, out, stderr) =>
