@@ -1,6 +1,6 @@
 import { firstValueFrom, timeout, take, toArray } from 'rxjs';
 import { makePair, region, waitFor, sleep, pollN, itSoft, Pair } from '../helpers/device';
-import { wcs, expectQuiet } from './support';
+import { wcs, expectQuietAfter } from './support';
 import type { CqEvent, Cq, WcBatch } from '../../src';
 
 /** Reads channel events with tryGetEvent for `ms`, returning them (not acked). */
@@ -195,7 +195,7 @@ describe('req_notify (arming)', () => {
       } finally {
         sub.unsubscribe();
       }
-      await expectQuiet(p.cqB, 10);
+      await expectQuietAfter(p.a, p.cqB);
     } finally {
       p.close();
     }
