@@ -1,6 +1,6 @@
 import { firstValueFrom, timeout, take, toArray } from 'rxjs';
 import { makePair, region, waitFor, sleep, pollN, itSoft, Pair } from '../helpers/device';
-import { wcs, expectQuietAfter } from './support';
+import { wcs, expectQuietAfter, roundTrip } from './support';
 import type { CqEvent, Cq, WcBatch } from '../../src';
 
 /** Reads channel events with tryGetEvent for `ms`, returning them (not acked). */
@@ -153,8 +153,8 @@ describe('req_notify (arming)', () => {
         expect(seen).toEqual([5151n]);
         await sendToB(p, 2, { wrBase: 1 });
         expect(await waitFor(() => seen.length >= 3, 2000)).toBe(true);
-        await sleep(20);
-        expect(seen).toEqual([5151n, 1n, 2n]);
+        // Once more through the loop: nothing else was on its way.
+        expect(await roundTrip(p.ctx, p.cqB, () => seen)).toEqual([5151n, 1n, 2n]);
       } finally {
         sub.unsubscribe();
       }
@@ -183,12 +183,12 @@ describe('req_notify (arming)', () => {
         const eventsBefore = p.cqB.stats.events;
         for (let round = 0; round < 20; round++) {
           await sendToB(p, 10, { wrBase: 1000 + round * 10 });
-          await sleep(1);
         }
         expect(await waitFor(() => seen.length >= 200, 5000)).toBe(true);
-        await sleep(30);
+        // Once more through the loop (the marker's event comes twice too):
+        // every event queued before it has been read.
         const expected = Array.from({ length: 200 }, (_, i) => BigInt(1000 + i));
-        expect(seen).toEqual(expected);
+        expect(await roundTrip(p.ctx, p.cqB, () => seen)).toEqual(expected);
         const delivered = p.cqB.stats.events - eventsBefore;
         expect(delivered).toBeGreaterThanOrEqual(2);
         expect(delivered % 2).toBe(0); // every event came twice

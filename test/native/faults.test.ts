@@ -23,7 +23,7 @@ import {
 import { binding } from '../../src/native/binding';
 import { IS_SOFT, Pair, expectThrow, makePair, region, waitFor } from '../helpers/device';
 import { scaled } from '../helpers/slow';
-import { expectFreshPairWorks } from './support';
+import { MARKER, expectFreshPairWorks, roundTrip } from './support';
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
 
@@ -92,25 +92,6 @@ function bufsOf(p: Pair) {
 
 /** All wr_ids of a list of batches, as numbers. */
 const ids = (batches: WcBatch[]) => batches.flatMap((b) => Array.from(b.wrId, Number));
-
-/** The wr_id of the marker completion {@link roundTrip} injects. */
-const MARKER = 0x7e57;
-
-/**
- * A round trip through the device and the loop, before a check that nothing
- * more arrived (a sleep proves nothing: a slow machine had simply not got
- * there yet): injects a marker completion on `cq` (armed, so it raises an
- * event behind every event already queued on the channel) and waits until
- * the wr_ids `delivered()` lists hold it. Everything queued before it has
- * then been read and handed over. Returns those wr_ids without the marker.
- */
-async function roundTrip(ctx: Context, cq: Cq, delivered: () => number[]): Promise<number[]> {
-  ctx.faults.errorCompletion(cq, { wrId: MARKER, status: 'SUCCESS', opcode: 'RECV' });
-  expect(await waitFor(() => delivered().includes(MARKER))).toBe(true);
-  const all = delivered();
-  expect(all.indexOf(MARKER)).toBe(all.length - 1); // once, and last
-  return all.slice(0, -1);
-}
 
 describeSoft('faults', () => {
   describe('error completions', () => {
