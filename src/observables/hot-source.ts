@@ -47,10 +47,13 @@ interface Waiter<T> {
  *   active async iterator, a waiting `take()` or a `retain()` hold, and is
  *   not paused or terminated. Without demand the native side reads nothing
  *   and events stay pending there, for a later subscriber or `tryTake()`.
- * - Terminal states are sticky. `complete()` reaches current subscribers;
- *   later ones get the buffered items, then complete. `error()` discards the
- *   buffer (like RxJS, an error is not delayed behind items); later
- *   subscribers get it at once and `tryTake()` throws it.
+ * - Terminal states are sticky, and neither loses what was already read:
+ *   the buffered items stay takeable, in order, and the terminal
+ *   notification comes after the last of them — to push subscribers, to
+ *   `tryTake()` (which throws the error once the buffer is empty) and to
+ *   iterators. A failed CQ's buffered completions carry the wr_ids the
+ *   application needs to reclaim its buffers, so an error is never allowed
+ *   to overtake them.
  *
  * Backpressure (`overflow`) only matters for pull consumers: push
  * subscribers are fed synchronously, so the buffer fills only while nobody
@@ -150,21 +153,17 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     this.enqueue(item);
   }
 
-  /** Driver: the source failed (sticky). Stops the driver; discards the buffer. */
+  /**
+   * Driver: the source failed (sticky). Stops the driver; buffered items
+   * stay takeable and are delivered before the error.
+   */
   error(err: unknown): void {
-    if (this.terminal) return;
-    this.terminal = { kind: 'error', error: err };
-    this.buffer.clear();
-    if (!this.flushing) this.settle();
-    this.reconcile();
+    this.terminate({ kind: 'error', error: err });
   }
 
   /** Driver: the source ended (sticky). Buffered items stay takeable. */
   complete(): void {
-    if (this.terminal) return;
-    this.terminal = { kind: 'complete' };
-    if (!this.flushing) this.settle();
-    this.reconcile();
+    this.terminate({ kind: 'complete' });
   }
 
   // ---- pull side ---------------------------------------------------------
@@ -176,13 +175,13 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
    * @throws the terminal error once the source has failed.
    */
   tryTake(): T | undefined {
-    const terminal = this.terminal;
-    if (terminal?.kind === 'error') throw terminal.error;
     if (this.buffer.length > 0) {
       const item = this.buffer.shift() as T;
       this.maybeResume();
       return item;
     }
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') throw terminal.error;
     return terminal ? undefined : this.driver.pull();
   }
 
@@ -264,18 +263,23 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   // ---- internals ---------------------------------------------------------
 
+  /** Enters the terminal state; what is buffered still goes out first. */
+  private terminate(terminal: Terminal): void {
+    if (this.terminal) return;
+    this.terminal = terminal;
+    this.flush(); // no-op while a delivery is in progress: that loop flushes and settles
+    this.reconcile();
+  }
+
   private attach(subscriber: Subscriber<T>): TeardownLogic {
     const terminal = this.terminal;
-    if (terminal?.kind === 'error') {
-      subscriber.error(terminal.error);
-      return;
-    }
     if (terminal && this.buffer.length === 0) {
-      subscriber.complete();
+      if (terminal.kind === 'error') subscriber.error(terminal.error);
+      else subscriber.complete();
       return;
     }
     this.subscribers = [...this.subscribers, subscriber];
-    this.flush(); // replay the buffer to it first (then complete, if completed)
+    this.flush(); // replay the buffer to it first (then the terminal notification, if any)
     this.reconcile();
     return () => {
       this.subscribers = this.subscribers.filter((s) => s !== subscriber);
@@ -320,7 +324,8 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     }
     this.maybeResume();
     const terminal = this.terminal;
-    if (!terminal || (terminal.kind === 'complete' && this.buffer.length > 0)) return;
+    // Buffered items go first: the terminal notification waits for the last.
+    if (!terminal || this.buffer.length > 0) return;
     const subscribers = this.subscribers;
     const waiters = [...this.waiters];
     this.subscribers = [];
@@ -351,6 +356,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
         }
         return;
       case 'error':
+        this.buffer.push(item); // read already: it stays takeable, ahead of the error
         this.error(new BufferOverflowError(highWaterMark));
         return;
       case 'dropNewest':
@@ -414,13 +420,13 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   /** The next item for a pull consumer: buffered, terminal, or parked until pushed. */
   private nextResult(onPark?: (w: Waiter<T>) => void): Promise<IteratorResult<T, undefined>> {
-    const terminal = this.terminal;
-    if (terminal?.kind === 'error') return Promise.reject(terminal.error);
     if (this.buffer.length > 0) {
       const value = this.buffer.shift() as T;
       this.maybeResume();
       return Promise.resolve({ value, done: false });
     }
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') return Promise.reject(terminal.error);
     if (terminal) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
       const waiter: Waiter<T> = { resolve, reject };

@@ -66,7 +66,10 @@ describe('backpressure on a native hot source', () => {
         w.pump(1);
         await sleep(3);
       }
-      expect(() => source.tryTake()).toThrow(expect.objectContaining({ name: 'BufferOverflowError' }));
+      // What was read before the overflow stays takeable; the error comes after it.
+      expect(() => {
+        while (source.tryTake() !== undefined);
+      }).toThrow(expect.objectContaining({ name: 'BufferOverflowError' }));
       hold.unsubscribe();
     } finally {
       p.close();
