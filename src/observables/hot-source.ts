@@ -19,6 +19,15 @@ export interface HotSourceDriver<T> {
   stop(): void;
   /** One synchronous, non-blocking native read for `tryTake()`; `undefined` if none. */
   pull(): T | undefined;
+  /**
+   * Optional: `item` is being handed to the push subscribers (live or
+   * replayed from the buffer; not items taken by pull consumers). With
+   * {@link HotSourceDriver.detached}, how a channel tracks the acks its
+   * events are owed.
+   */
+  delivered?(item: T): void;
+  /** Optional: a push subscriber's subscription ended (after it was removed). */
+  detached?(): void;
 }
 
 /** Options of a {@link HotSource}: its bounded buffer. */
@@ -284,11 +293,13 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     return () => {
       this.subscribers = this.subscribers.filter((s) => s !== subscriber);
       this.reconcile();
+      this.driver.detached?.();
     };
   }
 
   /** Delivers one item to the current subscribers (a stable snapshot). */
   private deliver(item: T): void {
+    this.driver.delivered?.(item);
     const targets = this.subscribers;
     for (let i = 0; i < targets.length; i++) {
       const s = targets[i];

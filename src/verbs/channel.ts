@@ -1,5 +1,6 @@
 import type { NativeCq, NativeChannel } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { withAckLedger } from './ack-ledger';
 import type { Context } from './context';
 import type { Cq } from './cq';
 import type { CqEvent } from './interfaces';
@@ -69,12 +70,19 @@ export class CompletionChannel {
    * The hot, multicast stream of CQ events. It reads nothing while nothing
    * subscribes (events stay pending in the channel); `tryTake()` reads one.
    * Options apply on first use only.
+   *
+   * Every event it delivers to a push subscriber is owed one ack, and the
+   * source sees that it gets exactly one: `ackEvents()` takes the obligation
+   * over and acks in batches; whatever is still owed when a subscriber's
+   * subscription ends (an error in any operator, unsubscribe, complete) is
+   * acked then. Events taken with `tryTake()` or `for await` are the
+   * taker's to ack (`event.cq.ack(1)`, or pass them through `ackEvents()`).
    */
   events(options?: HotSourceOptions<CqEvent<Cq>>): HotSource<CqEvent<Cq>> {
     if (this.source) return this.source;
     let retained = false;
     this.source = new HotSource<CqEvent<Cq>>(
-      {
+      withAckLedger({
         start: () => {
           if (this.native.closed) return;
           this.retain();
@@ -86,7 +94,7 @@ export class CompletionChannel {
           this.release();
         },
         pull: () => (this.native.closed ? undefined : this.tryGetEvent()),
-      },
+      }),
       options,
     );
     return this.source;
