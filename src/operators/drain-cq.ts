@@ -29,7 +29,7 @@ export interface DrainCqOptions {
  *
  * ## Example
  * ```ts
- * channel.events$.pipe(rearm(), ackEvents(), drainCq({ max: 32 }))
+ * channel.events$.pipe(ackEvents(), rearm(), drainCq({ max: 32 }))
  *   .subscribe((batch) => { for (const wc of batch) settle(wc.wrId); });
  * ```
  *

@@ -27,7 +27,7 @@ export interface RearmOptions {
  *
  * ## Example
  * ```ts
- * channel.events$.pipe(rearm(), ackEvents({ every: 16 }), drainCq())
+ * channel.events$.pipe(ackEvents({ every: 16 }), rearm(), drainCq())
  *   .subscribe((batch) => handle(batch));
  * ```
  *

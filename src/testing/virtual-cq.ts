@@ -325,7 +325,7 @@ export class VirtualCq implements CqLike {
  * testScheduler.run((helpers) => {
  *   const cq = virtualCq(helpers, { completions: '--a--b', values: { a: { wrId: 1 }, b: { wrId: 2 } } });
  *   cq.requestNotify();
- *   const out$ = cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq());
+ *   const out$ = cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq());
  *   helpers.expectObservable(out$.pipe(map(wrIdsOf))).toBe('--x--y', { x: [1], y: [2] });
  *   expectArms(helpers, cq, 'a-a--a');
  * });

@@ -5,7 +5,7 @@
 //
 // Traffic: several pairs on soft0 (SEND / RDMA_WRITE(+IMM) / RDMA_READ of
 // random sizes, byte-checked), consumed through completions$ and through the
-// explicit path (events$ + rearm/ackEvents/drainCq), posting gated by credits.
+// explicit path (events$ + ackEvents/rearm/drainCq), posting gated by credits.
 // Faults, periodically: error completions, empty events, spurious wakeups,
 // duplicate events on/off, an overrun on a pair (its sources error; the pair
 // is closed and recreated), whole-context open/close cycles, and worker
@@ -87,7 +87,7 @@ class Lane {
       this.subs.push(this.cqB.completions$.subscribe({ next: onBatch, error: onError }));
     } else {
       this.subs.push(
-        this.channel.events$.pipe(rx.rearm(), rx.ackEvents({ every: 8 }), rx.drainCq({ max: 32 })).subscribe({ next: onBatch, error: onError }),
+        this.channel.events$.pipe(rx.ackEvents({ every: 8 }), rx.rearm(), rx.drainCq({ max: 32 })).subscribe({ next: onBatch, error: onError }),
       );
       this.cqA.requestNotify();
       this.cqB.requestNotify();

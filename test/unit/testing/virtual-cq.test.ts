@@ -250,7 +250,7 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
       cq.addCompletions({ wrId: 1 }); // fires: the event waits in the channel
       expect(wrIdsOf(cq.poll())).toEqual([1]);
       expect(cq.poll().length).toBe(0); // unarmed, but an event will make someone poll
-      cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq()).subscribe();
+      cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq()).subscribe();
       expect(() => cq.assertInvariants()).not.toThrow();
     });
   });
