@@ -21,13 +21,10 @@ export interface HotSourceDriver<T> {
   pull(): T | undefined;
   /**
    * Optional: `item` is being handed to the push subscribers (live or
-   * replayed from the buffer; not items taken by pull consumers). With
-   * {@link HotSourceDriver.detached}, how a channel tracks the acks its
-   * events are owed.
+   * replayed from the buffer; not items taken by pull consumers). A channel
+   * marks its events as owed an ack here.
    */
   delivered?(item: T): void;
-  /** Optional: a push subscriber's subscription ended (after it was removed). */
-  detached?(): void;
 }
 
 /** Options of a {@link HotSource}: its bounded buffer. */
@@ -293,7 +290,6 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     return () => {
       this.subscribers = this.subscribers.filter((s) => s !== subscriber);
       this.reconcile();
-      this.driver.detached?.();
     };
   }
 

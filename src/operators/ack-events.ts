@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
-import { ackAtMost, claimAck } from '../verbs/ack-ledger';
+import { ackAtMost, claimAck } from '../verbs/event-acks';
 import type { CqEvent, CqLike } from '../verbs/interfaces';
 
 /** Options of {@link ackEvents}. */
@@ -26,13 +26,14 @@ export interface AckEventsOptions {
  * so whoever reacts to the end (e.g. by closing the CQ) finds it acked.
  *
  * Exactly once: an event from a channel's `events$` carries its ack
- * obligation; `ackEvents()` takes it over, and the source acks whatever is
- * still owed when a subscriber leaves. So an event counted here is never
- * acked by anyone else (another `ackEvents()` on the same multicast stream
- * skips it), and an event that never gets here — an operator upstream
- * failed — is acked by the source. Put it first all the same: the canonical
- * loop is event -> ack -> re-arm -> poll. It never acks more than the CQ says
- * are unacked, and never a closed CQ.
+ * obligation, and `ackEvents()` takes it over. So an event counted here is
+ * never acked by anyone else (another `ackEvents()` on the same multicast
+ * stream skips it), and one that never gets here because `rearm()` or
+ * `drainCq()` failed on it first is acked by that operator. Put it first
+ * all the same — the canonical loop is event -> ack -> re-arm -> poll — so
+ * that no operator of yours between the channel and the ack can drop an
+ * event unacked. It never acks more than the CQ says are unacked, and never
+ * a closed CQ.
  *
  * ## Example
  * ```ts

@@ -1,6 +1,6 @@
 import type { NativeCq, NativeChannel } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
-import { withAckLedger } from './ack-ledger';
+import { withAckMarks } from './event-acks';
 import type { Context } from './context';
 import type { Cq } from './cq';
 import type { CqEvent } from './interfaces';
@@ -71,18 +71,18 @@ export class CompletionChannel {
    * subscribes (events stay pending in the channel); `tryTake()` reads one.
    * Options apply on first use only.
    *
-   * Every event it delivers to a push subscriber is owed one ack, and the
-   * source sees that it gets exactly one: `ackEvents()` takes the obligation
-   * over and acks in batches; whatever is still owed when a subscriber's
-   * subscription ends (an error in any operator, unsubscribe, complete) is
-   * acked then. Events taken with `tryTake()` or `for await` are the
-   * taker's to ack (`event.cq.ack(1)`, or pass them through `ackEvents()`).
+   * Every event must be acked once (`ackEvents()`, or `event.cq.ack(1)`).
+   * Each event it delivers to push subscribers is marked as owed an ack, so
+   * that the operators ack it exactly once in any order: `ackEvents()` takes
+   * it over, and `rearm()` / `drainCq()` ack an event they fail on before
+   * `ackEvents()` saw it. Events taken with `tryTake()` or `for await` are
+   * the taker's to ack.
    */
   events(options?: HotSourceOptions<CqEvent<Cq>>): HotSource<CqEvent<Cq>> {
     if (this.source) return this.source;
     let retained = false;
     this.source = new HotSource<CqEvent<Cq>>(
-      withAckLedger({
+      withAckMarks({
         start: () => {
           if (this.native.closed) return;
           this.retain();

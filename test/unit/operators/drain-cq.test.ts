@@ -70,6 +70,19 @@ describe('drainCq', () => {
     expect(cq!.unacked).toBe(0);
   });
 
+  it('should ack the event it fails on when no ackEvents() took it over', () => {
+    const errors: unknown[] = [];
+    let cq: VirtualCq | undefined;
+    testScheduler.run((helpers) => {
+      cq = virtualCq(helpers, { cqe: 2, completions: '-(abc)' });
+      cq.requestNotify();
+      helpers.cold('---x').subscribe(() => cq!.channel.events$.pipe(drainCq()).subscribe({ error: (e) => errors.push(e) }));
+    });
+    expect(errors).toEqual([expect.any(CqOverrunError)]);
+    expect(cq!.unacked).toBe(0);
+    expect(() => cq!.assertInvariants()).not.toThrow(/never acked/);
+  });
+
   it('should stop polling as soon as downstream unsubscribes, leaving the rest queued', () => {
     testScheduler.run((helpers) => {
       const cq = virtualCq(helpers, { completions: '-(abcd)' });

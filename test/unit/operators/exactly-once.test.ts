@@ -1,9 +1,9 @@
-import { config, map, Observable, OperatorFunction, pipe, Subscription } from 'rxjs';
+import { config, map, of, OperatorFunction, pipe, Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, drainCq, rearm } from '../../../src/operators';
 import { HotSource } from '../../../src/observables/hot-source';
 import { VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
-import { withAckLedger } from '../../../src/verbs/ack-ledger';
+import { withAckMarks } from '../../../src/verbs/event-acks';
 import { CqOverrunError, DeviceFatalError } from '../../../src/verbs/errors';
 import type { CqEvent, CqLike } from '../../../src/verbs/interfaces';
 import { WcBatch } from '../../../src/verbs/wc-batch';
@@ -175,8 +175,9 @@ describe('exactly-once acks: structure', () => {
     }
   }
 
+  /** A hot source that marks what it delivers, as a channel's events$ does. */
   function channelOf(): { source: HotSource<CqEvent>; emit(cq: CqLike): void } {
-    const source = new HotSource<CqEvent>(withAckLedger({ start: () => undefined, stop: () => undefined, pull: () => undefined }));
+    const source = new HotSource<CqEvent>(withAckMarks({ start: () => undefined, stop: () => undefined, pull: () => undefined }));
     return { source, emit: (cq) => source.push({ cq, context: undefined }) };
   }
 
@@ -191,7 +192,7 @@ describe('exactly-once acks: structure', () => {
     expect(cq.acked).toBe(5);
   });
 
-  it('should ack, from the source, an event an upstream operator failed on before ackEvents saw it', () => {
+  it('should ack, in rearm(), an event it failed on before ackEvents saw it', () => {
     const cq = new BareCq();
     const { source, emit } = channelOf();
     const errors: unknown[] = [];
@@ -201,49 +202,48 @@ describe('exactly-once acks: structure', () => {
     cq.failArm = new Error('EIO');
     emit(cq);
     expect(errors).toEqual([cq.failArm]);
-    expect(cq.acked).toBe(3); // two flushed by ackEvents, the failed one by the source
+    expect(cq.acked).toBe(3); // two flushed by ackEvents, the failed one by rearm
   });
 
-  it('should leave events taken with tryTake() to the taker', () => {
+  it('should not ack twice when another subscriber took the ack over before rearm() failed', () => {
     const cq = new BareCq();
     const { source, emit } = channelOf();
-    const hold = source.retain();
+    const held = source.pipe(ackEvents({ every: 8 })).subscribe(); // subscribed first: takes each ack over
+    const errors: unknown[] = [];
+    source.pipe(rearm()).subscribe({ error: (e) => errors.push(e) });
+    cq.failArm = new Error('EIO');
     emit(cq);
-    const sub = source.subscribe(); // replays the buffered event: now owed
-    sub.unsubscribe();
-    expect(cq.acked).toBe(1);
-    emit(cq);
-    expect(source.tryTake()?.cq).toBe(cq);
-    hold.unsubscribe();
-    expect(cq.acked).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(cq.acked).toBe(0); // held in the first subscriber's batch ...
+    held.unsubscribe();
+    expect(cq.acked).toBe(1); // ... and acked once, by it
   });
 
-  it('should forget owed events the CQ says were acked by hand, so teardown never acks them again', () => {
+  it('should leave events taken with tryTake() to the taker, even when rearm() fails on them', () => {
+    const cq = new BareCq();
+    const { source, emit } = channelOf();
+    emit(cq); // nobody subscribed: buffered
+    const event = source.tryTake()!;
+    cq.failArm = new Error('EIO');
+    const errors: unknown[] = [];
+    of(event).pipe(rearm()).subscribe({ error: (e) => errors.push(e) });
+    expect(errors).toHaveLength(1);
+    expect(cq.acked).toBe(0); // the taker acks it: acking here would make its ack(1) an over-ack
+  });
+
+  it('should leave a subscriber that acks by hand alone, during and after its subscription', () => {
     const cq = virtualCq(undefined);
-    const seen: unknown[] = [];
-    const sub = cq.channel.events$.subscribe((e) => {
-      seen.push(e);
-      e.cq.ack(1); // acked by hand, bypassing ackEvents
-    });
+    const seen: CqEvent[] = [];
+    const sub = cq.channel.events$.subscribe((e) => seen.push(e));
     for (let i = 0; i < 3; i++) {
       cq.requestNotify();
       cq.addCompletions({});
       cq.poll();
     }
-    expect(() => sub.unsubscribe()).not.toThrow();
-    expect(seen).toHaveLength(3);
-    expect(cq.unacked).toBe(0);
-  });
-
-  it('should ack what a late subscriber replayed from the buffer when it leaves', () => {
-    const cq = virtualCq(undefined);
-    const hold = cq.channel.events$.retain(); // reads events into the buffer
-    cq.requestNotify();
-    cq.addCompletions({});
-    expect(cq.unacked).toBe(1);
-    const sub = new Observable<CqEvent>((s) => cq.channel.events$.subscribe(s)).subscribe();
+    seen[0].cq.ack(1); // during
     sub.unsubscribe();
-    hold.unsubscribe();
+    expect(cq.unacked).toBe(2); // nothing acked behind its back
+    cq.ack(2); // after: still its own to ack
     expect(cq.unacked).toBe(0);
   });
 });
