@@ -178,7 +178,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
    * Takes one item if one is available: from the buffer, else one
    * non-blocking native read (`driver.pull()`). Never blocks.
    * @returns the item, or `undefined` (none now, or completed and empty).
-   * @throws the terminal error once the source has failed.
+   * @throws the terminal error once the source has failed and its buffer is empty.
    */
   tryTake(): T | undefined {
     if (this.buffer.length > 0) {
