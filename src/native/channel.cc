@@ -32,7 +32,7 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
   Channel* raw = ch.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->channel_ctor.New({Napi::External<Channel>::New(env, raw)});
+    o = Addon::Get(env)->channel_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -43,14 +43,15 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
 }
 
 ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<ChannelWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<ChannelWrap>(info), Lifetime(info.Env()) {
+  Channel* raw = TakeToken<Channel>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(
         info.Env(),
         "CompletionChannel cannot be constructed directly: use context.createCompChannel()");
   }
-  ch_.reset(info[0].As<Napi::External<Channel>>().Data());
+  ch_.reset(raw);
   ch_->user = this;
 }
 
@@ -186,10 +187,11 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
 // fast: [Cq, ArrayBuffer|Error, ...] | null), one call per wakeup.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "setOwner");
+  // The handleWakeup getter may run any JS (closing this channel): read first.
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleWakeup").IsFunction()) {
     throw Napi::TypeError::New(env, "owner must be an object with a handleWakeup method");
   }
+  Checked(env, "setOwner");
   if (watching_ && !owner_.IsEmpty()) owner_.Unref();
   owner_ = Napi::Weak(info[0].As<Napi::Object>());
   if (watching_) owner_.Ref();
@@ -203,8 +205,8 @@ void ChannelWrap::ApplyRef() { poll_.Ref(watching_ && want_ref_); }
 // only while watching (something subscribed or armed) and not unref()'d.
 Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Channel* ch = Checked(env, "watch");
   bool on = ArgBool(info, 0, "on", true);
+  Channel* ch = Checked(env, "watch");
   if (on) {
     if (owner_.IsEmpty()) {
       throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");

@@ -47,7 +47,7 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
   Cq* raw = cq.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->cq_ctor.New({Napi::External<Cq>::New(env, raw)});
+    o = Addon::Get(env)->cq_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -64,13 +64,14 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
 }
 
 CqWrap::CqWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<CqWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<CqWrap>(info), Lifetime(info.Env()) {
+  Cq* raw = TakeToken<Cq>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Cq cannot be constructed directly: use context.createCq()");
   }
-  cq_.reset(info[0].As<Napi::External<Cq>>().Data());
+  cq_.reset(raw);
   cq_->user = this;
 }
 
@@ -135,8 +136,8 @@ Napi::Value CqWrap::Stats(const Napi::CallbackInfo& info) {
 // requestNotify(solicitedOnly)
 Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Cq* cq = Checked(env, "ibv_req_notify_cq");
   bool solicited = ArgBool(info, 0, "solicitedOnly", false);
+  Cq* cq = Checked(env, "ibv_req_notify_cq");
   if (!chw_) {
     throw ErrnoError(env, EINVAL, "ibv_req_notify_cq",
                      "the CQ was created without a completion channel");
@@ -151,9 +152,9 @@ Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
 // every drain and allocates nothing.
 Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Cq* cq = Checked(env, "ibv_poll_cq");
   // Bounded: the scratch array is sized by it.
   uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 65536);
+  Cq* cq = Checked(env, "ibv_poll_cq");
   if (scratch_.size() < max) scratch_.resize(max);
   int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
   polls_++;
@@ -167,8 +168,8 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
 // ack(n): acknowledges n events read from the channel for this CQ.
 Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "ibv_ack_cq_events");
   uint32_t n = ArgU32(info, 0, "n", 0, UINT32_MAX);
+  Checked(env, "ibv_ack_cq_events");
   uint64_t owed = delivered_ - acked_;
   if (n > owed) {
     throw Napi::RangeError::New(
@@ -228,9 +229,10 @@ napi_value CqWrap::Service(napi_env env) {
 // active arms and polls at once, returning what was already queued.
 Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "setFastPath");
   uint32_t mode = ArgU32(info, 0, "mode", 0, 2);
-  if (!info[1].IsUndefined()) ack_every_ = ArgU32(info, 1, "ackEvery", 1, 1u << 20);
+  uint32_t ack_every = info[1].IsUndefined() ? ack_every_ : ArgU32(info, 1, "ackEvery", 1, 1u << 20);
+  Checked(env, "setFastPath");
+  ack_every_ = ack_every;
   if (mode != 0 && !chw_) {
     throw ErrnoError(env, EINVAL, "setFastPath",
                      "the CQ was created without a completion channel");

@@ -25,9 +25,10 @@ class ChannelWrap;
 constexpr size_t kWcBytes = 40;
 napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
-class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
+class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Cq";
+  static constexpr napi_type_tag kTypeTag = {0x97c01e2b1f1a47f9ull, 0x9edbf807f0568429ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Cq> cq,
                           Napi::Object context, ChannelWrap* chw);

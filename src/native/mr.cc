@@ -22,7 +22,7 @@ Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
   Mr* raw = mr.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->mr_ctor.New({Napi::External<Mr>::New(env, raw)});
+    o = Addon::Get(env)->mr_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -38,13 +38,14 @@ Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
 }
 
 MrWrap::MrWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<MrWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<MrWrap>(info), Lifetime(info.Env()) {
+  Mr* raw = TakeToken<Mr>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Mr cannot be constructed directly: use pd.registerMemory()");
   }
-  mr_.reset(info[0].As<Napi::External<Mr>>().Data());
+  mr_.reset(raw);
   mr_->user = this;
 }
 

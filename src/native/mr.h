@@ -13,9 +13,10 @@ namespace rxv {
 
 class PdWrap;
 
-class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
+class MrWrap : public TaggedWrap<MrWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Mr";
+  static constexpr napi_type_tag kTypeTag = {0xaf82a87e7ae6da81ull, 0x6c03644f9edbc369ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
                           PdWrap* pdw, Napi::Object buffer);

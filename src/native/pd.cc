@@ -21,7 +21,7 @@ Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
   Pd* raw = pd.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->pd_ctor.New({Napi::External<Pd>::New(env, raw)});
+    o = Addon::Get(env)->pd_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -32,13 +32,14 @@ Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
 }
 
 PdWrap::PdWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<PdWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<PdWrap>(info), Lifetime(info.Env()) {
+  Pd* raw = TakeToken<Pd>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Pd cannot be constructed directly: use context.allocPd()");
   }
-  pd_.reset(info[0].As<Napi::External<Pd>>().Data());
+  pd_.reset(raw);
   pd_->user = this;
 }
 
@@ -112,23 +113,17 @@ static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,
   return ValueU32(env, v, what.c_str(), 0, 1u << 24);
 }
 
-// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP.
+// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP. The cap getters may
+// run any JS (closing this PD or the CQs): every argument is read before the
+// native objects are taken.
 Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Pd* pd = Checked(env, "ibv_create_qp");
-  CqWrap* scq = UnwrapArg<CqWrap>(env, info[0], addon_->cq_ctor, "sendCq");
-  CqWrap* rcq = UnwrapArg<CqWrap>(env, info[1], addon_->cq_ctor, "recvCq");
-  Pd::QpInit init;
-  init.send_cq = scq->Checked(env, "ibv_create_qp");
-  init.recv_cq = rcq->Checked(env, "ibv_create_qp");
-  if (scq->context_object() != context_object() ||
-      rcq->context_object() != context_object()) {
-    throw ErrnoError(env, EINVAL, "ibv_create_qp",
-                     "the CQs belong to another context than the PD");
-  }
+  CqWrap* scq = UnwrapArg<CqWrap>(env, info[0], "sendCq");
+  CqWrap* rcq = UnwrapArg<CqWrap>(env, info[1], "recvCq");
   if (!info[2].IsUndefined() && !info[2].IsObject()) {
     throw Napi::TypeError::New(env, "cap must be an object");
   }
+  Pd::QpInit init;
   Napi::Object cap = info[2].IsObject() ? info[2].As<Napi::Object>() : Napi::Object::New(env);
   init.cap.max_send_wr = CapField(env, cap, "maxSendWr", 64);
   init.cap.max_recv_wr = CapField(env, cap, "maxRecvWr", 64);
@@ -136,6 +131,14 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   init.cap.max_recv_sge = CapField(env, cap, "maxRecvSge", 1);
   init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
   init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
+  Pd* pd = Checked(env, "ibv_create_qp");
+  init.send_cq = scq->Checked(env, "ibv_create_qp");
+  init.recv_cq = rcq->Checked(env, "ibv_create_qp");
+  if (scq->context_object() != context_object() ||
+      rcq->context_object() != context_object()) {
+    throw ErrnoError(env, EINVAL, "ibv_create_qp",
+                     "the CQs belong to another context than the PD");
+  }
   auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
   return QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
                      info[1].As<Napi::Object>());

@@ -16,9 +16,10 @@ namespace rxv {
 
 class MrWrap;
 
-class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
+class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Pd";
+  static constexpr napi_type_tag kTypeTag = {0xacfa3ec836c59dbcull, 0xf29aa2a7b09d2180ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Pd> pd,
                           Napi::Object context);

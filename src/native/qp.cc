@@ -26,7 +26,7 @@ Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
   Qp* raw = qp.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->qp_ctor.New({Napi::External<Qp>::New(env, raw)});
+    o = Addon::Get(env)->qp_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -41,13 +41,14 @@ Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
 }
 
 QpWrap::QpWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<QpWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<QpWrap>(info), Lifetime(info.Env()) {
+  Qp* raw = TakeToken<Qp>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Qp cannot be constructed directly: use pd.createQp()");
   }
-  qp_.reset(info[0].As<Napi::External<Qp>>().Data());
+  qp_.reset(raw);
   qp_->user = this;
   qp_num_ = qp_->qp_num();
 }
@@ -103,9 +104,9 @@ static uint32_t Field(Napi::Env env, Napi::Object o, const char* key,
 }
 
 // modify(attr, mask): ibv_modify_qp with rdma-core's IBV_QP_* mask bits.
+// attr is read in full (its getters may run any JS) before the QP is taken.
 Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_modify_qp");
   if (!info[0].IsObject()) throw Napi::TypeError::New(env, "attr must be an object");
   Napi::Object o = info[0].As<Napi::Object>();
   uint32_t mask = ArgU32(info, 1, "attribute mask", 0, (1u << 21) - 1);
@@ -145,6 +146,8 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   } else if (!ahv.IsUndefined()) {
     throw Napi::TypeError::New(env, "ah must be an object");
   }
+  // Only now, every getter having run (any of them may have closed this QP).
+  Qp* qp = Checked(env, "ibv_modify_qp");
   Guard(env, [&] { qp->modify(a, mask); });
   return env.Undefined();
 }
@@ -178,11 +181,11 @@ static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {
 // postSend(packed, count)
 Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_post_send");
   const uint8_t* data = nullptr;
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  Qp* qp = Checked(env, "ibv_post_send");
   std::string bad = DecodeSendWrs(data, len, count, &send_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
   // Inline data is copied from user addresses at post time, before any key
@@ -211,11 +214,11 @@ Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
 // postRecv(packed, count)
 Napi::Value QpWrap::PostRecv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_post_recv");
   const uint8_t* data = nullptr;
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  Qp* qp = Checked(env, "ibv_post_recv");
   std::string bad = DecodeRecvWrs(data, len, count, &recv_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
   size_t bad_index = 0;

@@ -5,7 +5,7 @@ import { Cq } from './cq';
 import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
-import { describe, optBool } from './validate';
+import { copyOptions, describe, optBool } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
@@ -17,6 +17,9 @@ export interface CreateQpOptions {
   /** Every send produces a completion, whatever its `signaled` says. */
   sqSigAll?: boolean;
 }
+
+const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll'] as const;
+const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxInlineData'] as const;
 
 /**
  * A protection domain (`ibv_pd`): memory registered in it is reachable only
@@ -50,7 +53,8 @@ export class Pd {
    * @param options `access`: flag names, default `['LOCAL_WRITE']`; remote write needs local write.
    */
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, options?: { access?: readonly AccessFlag[] }): Mr {
-    const access = accessBits(options?.access ?? ['LOCAL_WRITE']);
+    const { access: names } = copyOptions(options, ['access'], 'options');
+    const access = accessBits(names ?? ['LOCAL_WRITE']);
     const native = this.native.registerMemory(buffer, access);
     const view = ArrayBuffer.isView(buffer)
       ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength)
@@ -61,16 +65,15 @@ export class Pd {
   /** Creates a queue pair (`ibv_create_qp`, RC). */
   createQp(options: CreateQpOptions): Qp {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
-    if ((options.type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(options.type)}`);
-    if (!(options.sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
-    if (!(options.recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
-    const native = this.native.createQp(
-      options.sendCq.native,
-      options.recvCq.native,
-      options.cap ?? {},
-      optBool(options.sqSigAll, 'sqSigAll', false),
-    );
-    return this.children.add(new Qp(native, this, options.sendCq, options.recvCq));
+    // Each field read once, into plain values, before anything native runs.
+    const { type, sendCq, recvCq, cap, sqSigAll } = copyOptions(options, CREATE_QP_KEYS, 'options');
+    if ((type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(type)}`);
+    if (!(sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
+    if (!(recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
+    const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
+    const sigAll = optBool(sqSigAll, 'sqSigAll', false);
+    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll);
+    return this.children.add(new Qp(native, this, sendCq, recvCq));
   }
 
   /** Closes its QPs and MRs (newest first), then deallocates (`ibv_dealloc_pd`). Idempotent. */
