@@ -147,6 +147,19 @@ describe.each(ORDERS)('exactly-once acks on the device: %s', (_name, pipeline) =
 });
 
 describe('nothing lost on error, on the device', () => {
+  itSoft('completions$.tryTake() on a CQ that broke before anything noticed throws the typed CqOverrunError, sticky', () => {
+    const p = makePair();
+    try {
+      const source = p.cqB.completions$; // no demand: nothing watches, tryTake() polls
+      p.ctx.faults.overrun(p.cqB);
+      expect(() => source.tryTake()).toThrow(expect.objectContaining({ name: 'CqOverrunError' }));
+      expect(source.terminated).toBe('error');
+      expect(() => source.tryTake()).toThrow(expect.objectContaining({ name: 'CqOverrunError' }));
+    } finally {
+      p.close();
+    }
+  });
+
   itSoft('a completions$ that overruns with completions buffered hands every wr_id to tryTake(), in order, then throws CqOverrunError', async () => {
     const p = makePair();
     try {
