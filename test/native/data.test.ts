@@ -1,6 +1,6 @@
 import { randomBytes } from 'crypto';
 import { Subscription } from 'rxjs';
-import { rearm, ackEvents, drainCq, WcBatch, WC_FLAGS, WC_OPCODES, SendWr } from '../../src';
+import { ackEvents, rearm, drainCq, WcBatch, WC_FLAGS, WC_OPCODES, SendWr } from '../../src';
 import { credits } from '../../src/completion';
 import { makePair, waitFor, Pair } from '../helpers/device';
 import { scaled } from '../helpers/slow';
@@ -48,7 +48,7 @@ interface Result {
  *   receiver either by RDMA_WRITE_WITH_IMM (even i) or by a plain RDMA_WRITE
  *   followed by a zero-length SEND_WITH_IMM (odd i); imm = i.
  * The sender's completions are consumed through cqA.completions$ (the native
- * fast path), the receiver's through channel.events$ + rearm/ackEvents/drainCq
+ * fast path), the receiver's through channel.events$ + ackEvents/rearm/drainCq
  * (the explicit path), both on the one channel watcher. Posting is gated by
  * two credit pools: one for the sender's CQ (returned by its completions) and
  * one for the receiver's slots (returned once a message is verified).
@@ -144,7 +144,7 @@ async function stream(p: Pair, total: number, mode: Mode, seed: number): Promise
     }),
   );
   // The receiver: explicit event mode. Arm first, then consume events.
-  subs.add(p.channel.events$.pipe(rearm(), ackEvents({ every: 16 }), drainCq({ max: 64 })).subscribe(verify));
+  subs.add(p.channel.events$.pipe(ackEvents({ every: 16 }), rearm(), drainCq({ max: 64 })).subscribe(verify));
   p.cqB.requestNotify();
   postRecv();
   pump();

@@ -486,11 +486,11 @@ describeSoft('faults', () => {
       const subs = new Subscription();
       try {
         p.ctx.faults.duplicateEvents(true);
-        // cqB: the fast path. cqA: the explicit path (rearm, ack, drain).
+        // cqB: the fast path. cqA: the explicit path (ack, rearm, drain).
         subs.add(p.cqB.completions$.subscribe((b) => fast.push(...Array.from(b.wrId, Number))));
         subs.add(
           p.channel.events$
-            .pipe(rearm(), ackEvents({ every: 8 }), drainCq({ max: 16 }))
+            .pipe(ackEvents({ every: 8 }), rearm(), drainCq({ max: 16 }))
             .subscribe((b) => explicit.push(...Array.from(b.wrId, Number))),
         );
         p.cqA.requestNotify();
@@ -614,7 +614,7 @@ describeSoft('faults', () => {
         subs.add(p.channel.events$.subscribe(note(`events${k}`)));
         pump();
       });
-      subs.add(ch2.events$.pipe(rearm(), ackEvents(), drainCq()).subscribe(note('explicitX')));
+      subs.add(ch2.events$.pipe(ackEvents(), rearm(), drainCq()).subscribe(note('explicitX')));
       subs.add(ctx.asyncEvents$.subscribe(note('async')));
       const explicitPump = setInterval(() => {
         try {

@@ -5,7 +5,7 @@
 //
 // Traffic: several pairs on soft0 (SEND / RDMA_WRITE(+IMM) / RDMA_READ of
 // random sizes, byte-checked), consumed through completions$ and through the
-// explicit path (events$ + rearm/ackEvents/drainCq), posting gated by credits.
+// explicit path (events$ + ackEvents/rearm/drainCq), posting gated by credits.
 // Faults, periodically: error completions, empty events, spurious wakeups,
 // duplicate events on/off, an overrun on a pair (its CQ_ERR and its sources'
 // CqOverrunError are awaited; then the pair is closed and recreated),
@@ -94,7 +94,7 @@ class Lane {
       this.subs.push(this.cqB.completions$.subscribe({ next: onBatch, error: onError('cqB') }));
     } else {
       this.subs.push(
-        this.channel.events$.pipe(rx.rearm(), rx.ackEvents({ every: 8 }), rx.drainCq({ max: 32 })).subscribe({ next: onBatch, error: onError('events') }),
+        this.channel.events$.pipe(rx.ackEvents({ every: 8 }), rx.rearm(), rx.drainCq({ max: 32 })).subscribe({ next: onBatch, error: onError('events') }),
       );
       this.cqA.requestNotify();
       this.cqB.requestNotify();

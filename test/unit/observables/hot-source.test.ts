@@ -239,11 +239,13 @@ describe('HotSource', () => {
       expect(driver.calls).toEqual(['start', 'stop']);
     });
 
-    it('should discard the buffer on error', () => {
+    it('should keep the buffer on error: items first, then the error', () => {
       const { source } = make();
       source.push(1);
       source.error(new Error('x'));
-      expect(source.pending).toBe(0);
+      expect(source.pending).toBe(1);
+      expect(source.tryTake()).toBe(1);
+      expect(() => source.tryTake()).toThrow('x');
     });
   });
 
@@ -254,6 +256,7 @@ describe('HotSource', () => {
       source.push(2);
       source.push(3);
       expect(source.terminated).toBe('error');
+      expect([source.tryTake(), source.tryTake(), source.tryTake()]).toEqual([1, 2, 3]); // nothing read is lost
       let caught: unknown;
       try {
         source.tryTake();

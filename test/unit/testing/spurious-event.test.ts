@@ -45,7 +45,7 @@ describe('VirtualCq.spuriousEvent()', () => {
       cq.requestNotify();
       const target = cq;
       cold('--x').subscribe(() => target.spuriousEvent());
-      const out$ = cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq(), map(wrIdsOf));
+      const out$ = cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq(), map(wrIdsOf));
       expectObservable(out$).toBe('-----x', { x: [7] });
       expectArms(helpers, cq, 'a-a--a');
       expectAcks(helpers, cq, '--1--1');
