@@ -210,7 +210,7 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
       throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");
     }
     if (!poll_.Valid()) {
-      int rc = poll_.Init(addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
+      int rc = poll_.Init(addon_->env, addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
       if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
     }
     int rc = poll_.Start();

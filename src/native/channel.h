@@ -27,7 +27,7 @@ class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
                           Napi::Object context);
 
   explicit ChannelWrap(const Napi::CallbackInfo& info);
-  ~ChannelWrap() override { Close(true); }
+  ~ChannelWrap() override { CloseQuietly(); }
   ChannelWrap(const ChannelWrap&) = delete;
   ChannelWrap& operator=(const ChannelWrap&) = delete;
 

@@ -22,7 +22,7 @@ class QpWrap : public Napi::ObjectWrap<QpWrap>, public Lifetime {
                           PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq);
 
   explicit QpWrap(const Napi::CallbackInfo& info);
-  ~QpWrap() override { Close(true); }
+  ~QpWrap() override { CloseQuietly(); }
   QpWrap(const QpWrap&) = delete;
   QpWrap& operator=(const QpWrap&) = delete;
 

@@ -606,7 +606,7 @@ Napi::Value NaiveStart(const Napi::CallbackInfo& info) {
   const ProducerConfig cfg = ReadConfig(ArgsObject(info, 1), n->prod->max_wr());
   Guard(env, [&] {
     if (!n->poll.Valid()) {
-      int rc = n->poll.Init(Addon::Get(env)->loop, n->rig->ch->fd(), [n](int) { n->OnReadable(); });
+      int rc = n->poll.Init(env, Addon::Get(env)->loop, n->rig->ch->fd(), [n](int) { n->OnReadable(); });
       if (rc != 0) throw VerbsError(-rc, "uv_poll_init");
     }
     int rc = n->poll.Start();
