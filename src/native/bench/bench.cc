@@ -153,12 +153,11 @@ class Object {
   }
   // Keeps a JS object the thread depends on alive until ReleaseHeld.
   void Hold(Napi::Object o) { held_.push_back(Napi::Persistent(o)); }
-  // After the thread has stopped. At teardown the environment frees them.
-  void ReleaseHeld(bool teardown) {
-    for (auto& r : held_) {
-      if (teardown) r.SuppressDestruct();
-      else r.Reset();
-    }
+  // After the thread has stopped. Also at teardown (from the cleanup hook,
+  // while the environment still works): Node does not free references an
+  // addon made, so leaving them would leak.
+  void ReleaseHeld() {
+    for (auto& r : held_) r.Reset();
     held_.clear();
   }
 
@@ -385,7 +384,7 @@ class JsProducer : public Object {
   void Shutdown(bool teardown) override {
     if (p) p->Release();  // joins the thread first
     p.reset();
-    ReleaseHeld(teardown);
+    ReleaseHeld();
   }
 };
 
@@ -780,7 +779,7 @@ class Echo : public Object {
     DestroyQuietly(mr_);
     DestroyQuietly(cq_);
     DestroyQuietly(ch_);
-    ReleaseHeld(teardown);  // the context and PD it was built on
+    ReleaseHeld();  // the context and PD it was built on
   }
 
  private:
