@@ -287,9 +287,17 @@ export interface WorkCompletionInit {
 // it would break every later empty batch of every CQ. A WebAssembly
 // memory's buffer is such a buffer (0 pages, never grown). Without
 // WebAssembly (node --jitless) each empty batch gets a buffer of its own.
+// The shared object itself is frozen, its column views made first, so no
+// consumer can change what the others see (say, its length).
 const EMPTY: WcBatch | undefined = (() => {
   const wasm = (globalThis as { WebAssembly?: { Memory: new (d: { initial: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
-  return wasm ? new WcBatch(new wasm.Memory({ initial: 0 }).buffer, 0) : undefined;
+  if (!wasm) return undefined;
+  const empty = new WcBatch(new wasm.Memory({ initial: 0 }).buffer, 0);
+  const columns = [empty.wrId, empty.wrIdWords, empty.status, empty.opcode, empty.byteLen, empty.imm, empty.qpNum, empty.srcQp, empty.flags, empty.vendorErr];
+  for (const c of columns) Object.freeze(c);
+  Object.freeze((empty as unknown as { views: unknown[] }).views);
+  Object.freeze(empty);
+  return empty;
 })();
 
 /**

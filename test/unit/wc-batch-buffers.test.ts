@@ -31,4 +31,14 @@ describe('WcBatch buffers made in JS', () => {
     expect(WcBatch.concat([]).wrId.length).toBe(0);
     expect(batchOf().toArray()).toEqual([]);
   });
+
+  it('no consumer can change the shared empty batch', () => {
+    const e = WcBatch.empty() as unknown as { length: number };
+    expect(() => {
+      'use strict';
+      e.length = 5;
+    }).toThrow(TypeError);
+    expect(WcBatch.empty().length).toBe(0);
+    expect(WcBatch.empty().status.length).toBe(0);
+  });
 });
