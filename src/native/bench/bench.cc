@@ -554,13 +554,10 @@ class Naive : public Object {
     prod.reset();
     if (rig) rig->Release();
     rig.reset();
-    if (teardown) {
-      cb.SuppressDestruct();
-      if (async) async.release();  // leaked at teardown: JS is gone
-    } else {
-      cb.Reset();
-      async.reset();
-    }
+    // Also at teardown (a cleanup hook, the environment still works): Node
+    // frees neither an addon's references nor its async contexts.
+    cb.Reset();
+    async.reset();
   }
 
   void OnReadable() {
