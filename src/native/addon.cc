@@ -84,15 +84,16 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
 Addon::~Addon() {
   if (!tearing_down) {
     tearing_down = true;
-    reaper.CloseAll();
+    reaper.CloseAll();  // closes each object quietly: nothing escapes
   }
 }
 
 void Addon::Cleanup(void* arg) {
   auto* self = static_cast<Addon*>(arg);
-  self->tearing_down = true;
-  self->reaper.CloseAll();
-  self->batch_slab.Release(self->env);
+  NoEscape(self->env, "environment cleanup", [self] {
+    self->tearing_down = true;
+    self->reaper.CloseAll();
+  });
 }
 
 static Napi::Object DeviceInfoObject(Napi::Env env, const DeviceInfo& d) {

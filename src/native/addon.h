@@ -7,7 +7,6 @@
 #include <napi.h>
 #include <uv.h>
 
-#include "util/batch_slab.h"
 #include "util/reaper.h"
 
 namespace rxv {
@@ -22,7 +21,6 @@ class Addon : public Napi::Addon<Addon> {
   uv_loop_t* loop = nullptr;
   napi_env env = nullptr;
   Reaper reaper;
-  BatchSlab batch_slab;
   // Set once the environment is going away: wrappers then release without
   // calling into JS.
   bool tearing_down = false;

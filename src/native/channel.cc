@@ -116,6 +116,15 @@ Napi::Value ChannelWrap::Wakeups(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// The JS object of a CQ, or nullptr when the GC has collected it (its
+// finalizer, which acks its events and unhooks it, has not run yet): its
+// events are left to that finalizer, and the rest of the wakeup goes on.
+static napi_value LiveWrapper(napi_env env, CqWrap& w) {
+  napi_value v = nullptr;
+  if (napi_get_reference_value(env, static_cast<napi_ref>(w), &v) != napi_ok) return nullptr;
+  return v;
+}
+
 CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   for (;;) {
     Cq* cq = nullptr;
@@ -144,11 +153,11 @@ napi_value ChannelWrap::ServiceFast(napi_env env) {
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
     if (!ok || w->closed()) continue;
+    napi_value cq = LiveWrapper(env, *w);
+    if (!cq) continue;
     napi_value r = w->Service(env);
     if (!r) continue;
-    napi_value cq;
-    ok = napi_get_reference_value(env, static_cast<napi_ref>(*w), &cq) == napi_ok &&
-         napi_set_element(env, out, k++, cq) == napi_ok &&
+    ok = napi_set_element(env, out, k++, cq) == napi_ok &&
          napi_set_element(env, out, k++, r) == napi_ok;
   }
   todo.clear();
@@ -212,7 +221,7 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
       throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");
     }
     if (!poll_.Valid()) {
-      int rc = poll_.Init(addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
+      int rc = poll_.Init(addon_->env, addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
       if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
     }
     int rc = poll_.Start();
@@ -285,18 +294,19 @@ void ChannelWrap::OnReadable() {
   napi_get_null(env, &argv[0]);
   napi_get_null(env, &argv[1]);
   bool ok = true;
+  uint32_t n_explicit = 0;
   if (!explicit_.empty()) {
-    ok = napi_create_array_with_length(env, explicit_.size(), &argv[0]) == napi_ok;
-    for (uint32_t i = 0; ok && i < explicit_.size(); i++) {
-      napi_value cq;
-      ok = napi_get_reference_value(env, static_cast<napi_ref>(*explicit_[i]), &cq) == napi_ok &&
-           napi_set_element(env, argv[0], i, cq) == napi_ok;
+    ok = napi_create_array(env, &argv[0]) == napi_ok;
+    for (size_t i = 0; ok && i < explicit_.size(); i++) {
+      napi_value cq = LiveWrapper(env, *explicit_[i]);
+      if (cq) ok = napi_set_element(env, argv[0], n_explicit++, cq) == napi_ok;
     }
+    if (n_explicit == 0) napi_get_null(env, &argv[0]);
   }
   napi_value fast = ok ? ServiceFast(env) : nullptr;
   if (fast) argv[1] = fast;
   napi_value owner = nullptr, fn;
-  if (ok && (fast || !explicit_.empty()) &&
+  if (ok && (fast || n_explicit > 0) &&
       napi_get_reference_value(env, static_cast<napi_ref>(owner_), &owner) == napi_ok && owner &&
       napi_get_named_property(env, owner, "handleWakeup", &fn) == napi_ok) {
     DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 2, argv);

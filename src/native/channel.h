@@ -28,7 +28,7 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
                           Napi::Object context);
 
   explicit ChannelWrap(const Napi::CallbackInfo& info);
-  ~ChannelWrap() override { Close(true); }
+  ~ChannelWrap() override { CloseQuietly(); }
   ChannelWrap(const ChannelWrap&) = delete;
   ChannelWrap& operator=(const ChannelWrap&) = delete;
 

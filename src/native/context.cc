@@ -188,22 +188,37 @@ Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
   return CqWrap::New(env, std::move(cq), Value(), chw);
 }
 
+// The JS object of a wrapper an event names; empty when the GC has collected
+// it but its finalizer (which unhooks it from the native object) has not run
+// yet: then there is no one left to tell.
+template <typename W>
+static Napi::Object LiveObject(W* w) {
+  return w ? w->Value() : Napi::Object();
+}
+
 Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
   Napi::Array out = Napi::Array::New(env);
   uint32_t n = 0;
   AsyncEvent ev;
   // Bounded so a storm of async events cannot starve the loop.
-  while (n < 1024 && ctx_ && ctx_->get_async_event(&ev)) {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("type", ev.type);
-    if (ev.cq && ev.cq->user) {
-      auto* cqw = static_cast<CqWrap*>(ev.cq->user);
-      o.Set("cq", cqw->Value());
-      if (ev.type == async_event::CQ_ERR) cqw->MarkBroken();
-    }
-    if (ev.qp && ev.qp->user) o.Set("qp", static_cast<QpWrap*>(ev.qp->user)->Value());
-    if (ev.port) o.Set("port", ev.port);
+  for (uint32_t read = 0; read < 1024 && ctx_ && ctx_->get_async_event(&ev); read++) {
+    // Everything is taken from the event, then it is acked at once: nothing
+    // below (JS values can fail to be made) may leave it unacked.
+    auto* cqw = ev.cq ? static_cast<CqWrap*>(ev.cq->user) : nullptr;
+    auto* qpw = ev.qp ? static_cast<QpWrap*>(ev.qp->user) : nullptr;
+    if (cqw && ev.type == async_event::CQ_ERR) cqw->MarkBroken();
+    const uint32_t type = ev.type;
+    const uint32_t port = ev.port;
     ctx_->ack_async_event(ev);
+    Napi::Object cq = LiveObject(cqw), qp = LiveObject(qpw);
+    // An event about a wrapper the GC collected is dropped (one about an
+    // object already released still goes out, without it).
+    if ((cqw && cq.IsEmpty()) || (qpw && qp.IsEmpty())) continue;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", type);
+    if (!cq.IsEmpty()) o.Set("cq", cq);
+    if (!qp.IsEmpty()) o.Set("qp", qp);
+    if (port) o.Set("port", port);
     out.Set(n++, o);
   }
   return out;
@@ -237,7 +252,7 @@ Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
   owner_ = Napi::Weak(info[0].As<Napi::Object>());
   if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
   if (!async_poll_.Valid()) {
-    int rc = async_poll_.Init(addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
+    int rc = async_poll_.Init(addon_->env, addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
     if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
     async_poll_.Start();
     async_poll_.Ref(false);

@@ -20,7 +20,7 @@ class ContextWrap : public TaggedWrap<ContextWrap>, public Lifetime {
   static Napi::Object New(Napi::Env env, std::unique_ptr<Context> ctx);
 
   explicit ContextWrap(const Napi::CallbackInfo& info);
-  ~ContextWrap() override { Close(true); }
+  ~ContextWrap() override { CloseQuietly(); }
   ContextWrap(const ContextWrap&) = delete;
   ContextWrap& operator=(const ContextWrap&) = delete;
 

@@ -1,8 +1,10 @@
 #include "cq.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "channel.h"
+#include "util/uv_guard.h"
 
 namespace rxv {
 
@@ -101,6 +103,8 @@ void CqWrap::Close(bool force) {
   if (chw_) chw_->RemoveCq(this);
   cq_->user = nullptr;
   cq_.reset();
+  carry_ = 0;
+  slab_.Release(Env());
 }
 
 Napi::Value CqWrap::CloseJs(const Napi::CallbackInfo& info) {
@@ -155,14 +159,33 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   // Bounded: the scratch array is sized by it.
   uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 65536);
   Cq* cq = Checked(env, "ibv_poll_cq");
-  if (scratch_.size() < max) scratch_.resize(max);
-  int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
-  polls_++;
-  if (n == 0) return env.Null();
-  wcs_ += static_cast<uint64_t>(n);
-  napi_value batch = WcsToBatch(env, addon_->batch_slab, scratch_.data(), static_cast<size_t>(n));
-  if (!batch) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  if (carry_ == 0) {
+    if (scratch_.size() < max) scratch_.resize(max);
+    int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
+    polls_++;
+    wcs_ += static_cast<uint64_t>(n);
+    carry_ = static_cast<size_t>(n);
+  }
+  if (carry_ == 0) return env.Null();
+  napi_value batch = TakeBatch(env, std::min<size_t>(carry_, max));
+  if (!batch) {
+    // A pending JS exception (out of memory) is the one to throw; making
+    // another while it is pending would abort.
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) throw Napi::Error::New(env);
+    throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  }
   return Napi::Value(env, batch);
+}
+
+napi_value CqWrap::TakeBatch(napi_env env, size_t n) {
+  carry_ = std::max(carry_, n);
+  napi_value batch = WcsToBatch(env, slab_, scratch_.data(), n);
+  if (!batch) return nullptr;
+  std::copy(scratch_.begin() + n, scratch_.begin() + carry_, scratch_.begin());
+  carry_ -= n;
+  return batch;
 }
 
 // ack(n): acknowledges n events read from the channel for this CQ.
@@ -182,15 +205,15 @@ Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
 
 size_t CqWrap::PollToEmpty() {
   constexpr size_t kChunk = 256;
-  size_t n = 0;
+  size_t n = carry_;
   for (;;) {
     if (scratch_.size() < n + kChunk) scratch_.resize(n + kChunk);
     int got = cq_->poll(static_cast<int>(kChunk), scratch_.data() + n);
     polls_++;
     n += static_cast<size_t>(got);
+    wcs_ += static_cast<uint64_t>(got);
     if (static_cast<size_t>(got) < kChunk) break;
   }
-  wcs_ += n;
   return n;
 }
 
@@ -222,7 +245,10 @@ napi_value CqWrap::Service(napi_env env) {
     return RawVerbsError(env, e);
   }
   if (n == 0) return nullptr;
-  return WcsToBatch(env, addon_->batch_slab, scratch_.data(), n);
+  napi_value batch = TakeBatch(env, n);
+  // Kept as carry_ for the next service; the wakeup goes on for other CQs.
+  if (!batch) ClearPendingException(env, "completion batch");
+  return batch;
 }
 
 // setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to

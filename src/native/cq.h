@@ -17,8 +17,8 @@ namespace rxv {
 
 class ChannelWrap;
 
-// Work completions cross into JS as a Uint8Array (a region of a shared slab,
-// see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
+// Work completions cross into JS as a Uint8Array (a region of the CQ's own
+// slab, see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
 // status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err as
 // u32[n] each (40 bytes per completion). nullptr when JS values cannot be
 // made (environment going away).
@@ -34,7 +34,7 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
                           Napi::Object context, ChannelWrap* chw);
 
   explicit CqWrap(const Napi::CallbackInfo& info);
-  ~CqWrap() override { Close(true); }
+  ~CqWrap() override { CloseQuietly(); }
   CqWrap(const CqWrap&) = delete;
   CqWrap& operator=(const CqWrap&) = delete;
 
@@ -73,8 +73,13 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void AckNow(uint32_t n);
-  // Polls until empty into scratch_; returns how many. Throws VerbsError.
+  // Polls until empty into scratch_ (after what is carried); returns how
+  // many scratch_ holds. Throws VerbsError.
   size_t PollToEmpty();
+  // The first n completions of scratch_ as a batch. On failure (JS values
+  // cannot be made) they stay in scratch_ as carry_, first in line for the
+  // next poll: a completion taken from the CQ is never dropped.
+  napi_value TakeBatch(napi_env env, size_t n);
 
   std::unique_ptr<Cq> cq_;
   ChannelWrap* chw_ = nullptr;
@@ -88,6 +93,8 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   uint64_t wcs_ = 0;
   uint64_t ack_calls_ = 0;
   std::vector<Wc> scratch_;
+  size_t carry_ = 0;  // completions at the front of scratch_ not yet handed out
+  BatchSlab slab_;
 };
 
 }  // namespace rxv

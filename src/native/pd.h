@@ -25,7 +25,7 @@ class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
                           Napi::Object context);
 
   explicit PdWrap(const Napi::CallbackInfo& info);
-  ~PdWrap() override { Close(true); }
+  ~PdWrap() override { CloseQuietly(); }
   PdWrap(const PdWrap&) = delete;
   PdWrap& operator=(const PdWrap&) = delete;
 

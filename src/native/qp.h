@@ -23,7 +23,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
                           PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq);
 
   explicit QpWrap(const Napi::CallbackInfo& info);
-  ~QpWrap() override { Close(true); }
+  ~QpWrap() override { CloseQuietly(); }
   QpWrap(const QpWrap&) = delete;
   QpWrap& operator=(const QpWrap&) = delete;
 
