@@ -162,12 +162,12 @@ export function formatResults(r: Results): string {
   }
   if (r.stall) {
     const st = r.stall;
-    const row = (name: string, x: typeof st.idle) => [name, `${x.samples}`, fmt(x.p50, 3), fmt(x.p99, 3), fmt(x.max, 3)];
+    const row = (name: string, x: typeof st.idle) => [name, `${x.samples}`, fmt(x.p50, 3), fmt(x.p99, 3), fmt(x.p999, 3), fmt(x.max, 3)];
     out.push(
       table(
         `\n7. Stall: registerMemory + close on an idle context, ms (busy: another context moves ${st.count} x ${st.size >> 20} MiB RDMA WRITEs at ${fmt(st.gbPerSecond, 2)} GB/s)`,
-        ['device', 'samples', 'p50', 'p99', 'max'],
-        [row('idle', st.idle), row('busy', st.busy), ['busy max / idle max', '', '', '', fmt(st.maxRatioToIdle, 1)]],
+        ['device', 'samples', 'p50', 'p99', 'p99.9', 'max'],
+        [row('idle', st.idle), row('busy', st.busy), ['busy max / idle max', '', '', '', '', fmt(st.maxRatioToIdle, 1)]],
       ),
     );
   }

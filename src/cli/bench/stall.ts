@@ -14,13 +14,14 @@ export interface StallSample {
   samples: number;
   p50: number;
   p99: number;
+  p999: number;
   max: number;
 }
 
 function summarise(ms: number[]): StallSample {
   const s = [...ms].sort((a, b) => a - b);
   const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
-  return { samples: s.length, p50: at(0.5), p99: at(0.99), max: s[s.length - 1] ?? NaN };
+  return { samples: s.length, p50: at(0.5), p99: at(0.99), p999: at(0.999), max: s[s.length - 1] ?? NaN };
 }
 
 /** One registerMemory + close on the idle context, in ms. */
@@ -58,7 +59,6 @@ function postWrites(a: Qp, src: Mr, dst: Mr, count: number): void {
 export async function stall(cfg: RunConfig) {
   const size = 64 << 20;
   const count = cfg.quick ? 64 : 256;
-  const idleSamples = cfg.quick ? 200 : 1000;
   cfg.log(`stall: registerMemory latency on an idle context, device idle vs another context moving ${count} x ${size >> 20} MiB RDMA WRITEs`);
   let idleCtx: Context | undefined;
   let bulk: ReturnType<typeof bulkRig> | undefined;
@@ -68,9 +68,6 @@ export async function stall(cfg: RunConfig) {
     const buf = Buffer.alloc(4096);
     bulk = bulkRig(cfg.device, size, count);
     gc();
-    const idle: number[] = [];
-    for (let i = 0; i < idleSamples; i++) idle.push(sampleOnce(pd, buf));
-
     const busy: number[] = [];
     let done = 0;
     let failed = 0;
@@ -86,6 +83,12 @@ export async function stall(cfg: RunConfig) {
     }
     const seconds = (performance.now() - t0) / 1000;
     if (failed) throw new Error(`stall: ${failed} of the bulk WRITEs failed`);
+    // The baseline samples for as long as the busy phase took, so both
+    // maxima come from windows of the same length (the machine's own
+    // scheduling hiccups hit both alike).
+    const idle: number[] = [];
+    const until = performance.now() + seconds * 1000;
+    while (performance.now() < until) idle.push(sampleOnce(pd, buf));
     const result = {
       size,
       count,

@@ -273,6 +273,10 @@ class Mr {
   virtual size_t length() const = 0;
   virtual uint32_t access() const = 0;
   virtual void destroy() = 0;  // ibv_dereg_mr
+  // The memory's owner (a JS ArrayBuffer) was detached: a provider that
+  // executes WRs itself refuses to touch this MR from now on (protection
+  // errors). Hardware cannot be told; the default does nothing.
+  virtual void mark_detached() {}
   void* user = nullptr;
 };
 

@@ -44,6 +44,7 @@ class SoftMr final : public Mr {
   size_t length() const override { return size_t(core->length); }
   uint32_t access() const override { return core->access; }
   void destroy() override;
+  void mark_detached() override;
   std::shared_ptr<MrCore> core;
 };
 
