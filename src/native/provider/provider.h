@@ -277,6 +277,10 @@ class Mr {
   // executes WRs itself refuses to touch this MR from now on (protection
   // errors). Hardware cannot be told; the default does nothing.
   virtual void mark_detached() {}
+  // `owner` holds the memory for the addon; while it has no other holder
+  // (no JS ArrayBuffer owns the memory any more) a provider that runs WRs
+  // itself treats the MR as detached. Hardware cannot be told.
+  virtual void watch_owner(std::weak_ptr<void> owner) {}
   void* user = nullptr;
 };
 

@@ -240,8 +240,13 @@ struct MrCore {
   uint32_t access = 0;
   uint32_t key = 0;
   bool registered = false;  // G: present in dev->mrs
-  // G: the JS buffer behind it was detached; the device refuses to touch it.
+  // G: the JS buffer behind it was detached (the addon saw it), or the
+  // holder the addon asked us to watch is the memory's last one (no JS
+  // ArrayBuffer owns it any more). Either way the device refuses to touch it.
   bool detached = false;
+  bool watched = false;
+  std::weak_ptr<void> owner;
+  bool gone() const { return detached || (watched && owner.use_count() <= 1); }
   uint32_t busy = 0;  // G: in-flight copies using this memory
 };
 

@@ -101,7 +101,7 @@ bool check_local(DeviceCore* dev, PdCore* pd, const Sge* sg, uint32_t n, uint32_
     auto it = dev->mrs.find(sg[i].lkey);
     if (it == dev->mrs.end()) return false;
     MrCore* mr = it->second;
-    if (mr->pd.get() != pd || (mr->access & need) != need || mr->detached) return false;
+    if (mr->pd.get() != pd || (mr->access & need) != need || mr->gone()) return false;
     if (sg[i].length && !in_bounds(mr, sg[i].addr, sg[i].length)) return false;
     if (sg[i].length) t_mrs.push_back(mr);
     off += sg[i].length;
@@ -114,7 +114,7 @@ bool check_remote(QpCore* r, uint32_t rkey, uint64_t addr, uint64_t len, uint32_
   auto it = dev->mrs.find(rkey);
   if (it == dev->mrs.end()) return false;
   MrCore* mr = it->second;
-  if (mr->pd != r->pd || (mr->access & need) != need || mr->detached || !in_bounds(mr, addr, len))
+  if (mr->pd != r->pd || (mr->access & need) != need || mr->gone() || !in_bounds(mr, addr, len))
     return false;
   t_mrs.push_back(mr);
   return true;

@@ -28,6 +28,12 @@ void SoftMr::mark_detached() {
   core->detached = true;
 }
 
+void SoftMr::watch_owner(std::weak_ptr<void> owner) {
+  Guard g(fabric_mutex());
+  core->owner = std::move(owner);
+  core->watched = true;
+}
+
 SoftMr::~SoftMr() {
   ULock g(fabric_mutex());
   wait_unused(g, core->busy);

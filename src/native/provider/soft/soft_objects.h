@@ -45,6 +45,7 @@ class SoftMr final : public Mr {
   uint32_t access() const override { return core->access; }
   void destroy() override;
   void mark_detached() override;
+  void watch_owner(std::weak_ptr<void> owner) override;
   std::shared_ptr<MrCore> core;
 };
 
