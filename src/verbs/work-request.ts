@@ -168,7 +168,7 @@ function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string): Resolv
         lkey: checkInt(entry.lkey, `${at}.lkey`, 0, 0xffffffff),
       };
     }
-    if (!(entry.mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory()`);
+    if (!(entry.mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory() or pd.allocMemory()`);
     const mr = entry.mr;
     if (mr.closed) {
       const err = new Error(`${at}.mr is deregistered`) as Error & { code: string };

@@ -140,8 +140,6 @@ void sg_copy(const Sge* src, const Sge* dst, uint64_t total) {
 // flushed and refilled by new posts.
 thread_local std::vector<Sge> t_src, t_dst;
 
-void publish_all();
-
 // G held through gl. Moves `total` bytes from src to dst (the MRs involved
 // are in t_mrs, checked). A large copy runs with G released: the MRs and the
 // responder are marked busy, so dereg and destroy wait for it, and the
