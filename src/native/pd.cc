@@ -10,6 +10,7 @@ Napi::Function PdWrap::Init(Napi::Env env) {
   return DefineClass(env, kClassName,
                      {
                          InstanceMethod<&PdWrap::RegisterMemory>("registerMemory"),
+                         InstanceMethod<&PdWrap::AllocMemory>("allocMemory"),
                          InstanceMethod<&PdWrap::CreateQp>("createQp"),
                          InstanceAccessor<&PdWrap::Closed>("closed"),
                          InstanceMethod<&PdWrap::CloseJs>("close"),
@@ -74,35 +75,44 @@ bool PdWrap::CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const {
   return addr >= start && len <= mr->length() && addr - start <= mr->length() - len;
 }
 
-// registerMemory(buffer, access): Buffer, TypedArray, DataView or ArrayBuffer.
+// registerMemory(buffer, access): Buffer, TypedArray, DataView or
+// ArrayBuffer (resizable ones refused). Reading a buffer's geometry runs no
+// JS, so both arguments are plain values before the PD is looked at.
 Napi::Value PdWrap::RegisterMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Pd* pd = Checked(env, "ibv_reg_mr");
-  Napi::Value b = info[0];
-  void* data = nullptr;
-  size_t length = 0;
-  if (b.IsTypedArray()) {
-    auto ta = b.As<Napi::TypedArray>();
-    data = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    length = ta.ByteLength();
-  } else if (b.IsDataView()) {
-    auto dv = b.As<Napi::DataView>();
-    data = static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
-    length = dv.ByteLength();
-  } else if (b.IsArrayBuffer()) {
-    auto ab = b.As<Napi::ArrayBuffer>();
-    data = ab.Data();
-    length = ab.ByteLength();
-  } else {
-    throw Napi::TypeError::New(
-        env, "buffer must be a Buffer, TypedArray, DataView or ArrayBuffer");
-  }
-  if (length == 0) {
-    throw Napi::RangeError::New(env, "cannot register an empty buffer");
-  }
+  PinnedMemory mem = PinUserMemory(env, info[0]);
   uint32_t access = ArgU32(info, 1, "access flags", 0, 0xffff);
-  auto mr = Guard(env, [&] { return pd->reg_mr(data, length, access); });
-  return MrWrap::New(env, std::move(mr), Value(), this, b.As<Napi::Object>());
+  Pd* pd = Checked(env, "ibv_reg_mr");
+  auto mr = Guard(env, [&] { return pd->reg_mr(mem.data, mem.length, access); });
+  return MrWrap::New(env, std::move(mr), Value(), this, std::move(mem), false);
+}
+
+// Largest allocMemory: what a Node Buffer can view (buffer.constants.MAX_LENGTH).
+constexpr uint64_t kMaxAlloc = 1ull << 32;
+
+// allocMemory(size, access) -> { mr, buffer }: page-aligned memory the
+// library owns, registered; `buffer` is an ArrayBuffer over it.
+Napi::Value PdWrap::AllocMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Value sv = info[0];
+  if (!sv.IsNumber()) throw Napi::TypeError::New(env, "size must be a number of bytes");
+  const double size = sv.As<Napi::Number>().DoubleValue();
+  if (!(size >= 1 && size <= double(kMaxAlloc)) || size != static_cast<double>(static_cast<uint64_t>(size)))
+    throw Napi::RangeError::New(env, "size must be an integer from 1 to " + std::to_string(kMaxAlloc));
+  uint32_t access = ArgU32(info, 1, "access flags", 0, 0xffff);
+  Pd* pd = Checked(env, "ibv_reg_mr");
+  PinnedMemory mem = AllocPinnedMemory(env, static_cast<size_t>(size));
+  Napi::Object buffer = mem.owner;
+  auto mr = Guard(env, [&] { return pd->reg_mr(mem.data, mem.length, access); });
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("mr", MrWrap::New(env, std::move(mr), Value(), this, std::move(mem), true));
+  out.Set("buffer", buffer);
+  return out;
+}
+
+bool PdWrap::DetachedSge(uint32_t lkey) const {
+  auto it = mrs_.find(lkey);
+  return it != mrs_.end() && it->second->CheckDetached();
 }
 
 static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,

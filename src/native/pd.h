@@ -40,10 +40,13 @@ class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
   Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   // True when [addr, addr+len) lies inside a live MR of this PD with `lkey`.
   bool CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const;
+  // True when `lkey` names an MR of this PD whose user buffer was detached.
+  bool DetachedSge(uint32_t lkey) const;
 
  private:
   const char* kind() const override { return "protection domain"; }
   Napi::Value RegisterMemory(const Napi::CallbackInfo& info);
+  Napi::Value AllocMemory(const Napi::CallbackInfo& info);
   Napi::Value CreateQp(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);

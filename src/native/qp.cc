@@ -1,6 +1,9 @@
 #include "qp.h"
 
+#include <type_traits>
+
 #include "cq.h"
+#include "mr.h"
 #include "pd.h"
 #include "util/js_values.h"
 #include "wr_codec.h"
@@ -178,6 +181,48 @@ static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {
   return err;
 }
 
+// The first WR with a scatter/gather entry on memory whose JS buffer was
+// detached (`count` when none). Such a WR must not reach the device: the
+// memory is no longer the buffer the user registered. MRs a WR names by
+// rkey are checked too, so a device that runs WRs itself refuses them.
+template <typename Wr>
+static size_t FirstDetached(Napi::Env env, PdWrap* pdw, const std::vector<Wr>& wrs, size_t count,
+                            std::string* why) {
+  for (size_t i = 0; i < count; i++) {
+    const Wr& wr = wrs[i];
+    if constexpr (std::is_same_v<Wr, SendWr>) {
+      if (wr.opcode == wr_opcode::RDMA_WRITE || wr.opcode == wr_opcode::RDMA_WRITE_WITH_IMM ||
+          wr.opcode == wr_opcode::RDMA_READ)
+        MrWrap::MarkDetached(env, wr.rkey);
+    }
+    for (size_t j = 0; j < wr.sg.size(); j++) {
+      if (!pdw->DetachedSge(wr.sg[j].lkey)) continue;
+      *why = "work request " + std::to_string(i) + ": scatter/gather entry " + std::to_string(j) +
+             " uses a memory region (lkey " + std::to_string(wr.sg[j].lkey) +
+             ") whose ArrayBuffer was detached (transferred); deregister it";
+      return i;
+    }
+  }
+  return count;
+}
+
+// Posts wrs[0, count): those before the first WR on detached memory go to
+// the provider, then that one fails with EFAULT (badWr = its index), as a
+// provider reports a bad WR.
+template <typename Wr, typename Post>
+static void PostChecked(Napi::Env env, PdWrap* pdw, const std::vector<Wr>& wrs, size_t count,
+                        const char* verb, Post post) {
+  std::string why;
+  const size_t bad = FirstDetached(env, pdw, wrs, count, &why);
+  size_t bad_index = 0;
+  try {
+    if (bad) post(wrs.data(), bad, &bad_index);
+  } catch (const VerbsError& e) {
+    throw PostError(env, e, bad_index);
+  }
+  if (bad < count) throw PostError(env, VerbsError(EFAULT, verb, why), bad);
+}
+
 // postSend(packed, count)
 Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -202,12 +247,8 @@ Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
       }
     }
   }
-  size_t bad_index = 0;
-  try {
-    qp->post_send(send_wrs_.data(), count, &bad_index);
-  } catch (const VerbsError& e) {
-    throw PostError(env, e, bad_index);
-  }
+  PostChecked(env, pdw_, send_wrs_, count, "ibv_post_send",
+              [qp](const SendWr* w, size_t n, size_t* b) { qp->post_send(w, n, b); });
   return env.Undefined();
 }
 
@@ -221,12 +262,8 @@ Napi::Value QpWrap::PostRecv(const Napi::CallbackInfo& info) {
   Qp* qp = Checked(env, "ibv_post_recv");
   std::string bad = DecodeRecvWrs(data, len, count, &recv_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
-  size_t bad_index = 0;
-  try {
-    qp->post_recv(recv_wrs_.data(), count, &bad_index);
-  } catch (const VerbsError& e) {
-    throw PostError(env, e, bad_index);
-  }
+  PostChecked(env, pdw_, recv_wrs_, count, "ibv_post_recv",
+              [qp](const RecvWr* w, size_t n, size_t* b) { qp->post_recv(w, n, b); });
   return env.Undefined();
 }
 

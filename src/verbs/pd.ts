@@ -44,13 +44,27 @@ export class Pd {
   }
 
   /**
-   * Registers memory (`ibv_reg_mr`). The region keeps `buffer` alive until it
-   * is closed. Do not transfer (detach) the underlying ArrayBuffer — e.g. by
-   * `postMessage` with a transfer list or `structuredClone` — while it is
-   * registered: the device may still write to it, and Node-API offers no way
-   * to forbid the detach.
-   * @param buffer the memory: a Buffer, typed array, DataView or ArrayBuffer.
+   * Registers memory (`ibv_reg_mr`). The region holds the memory until it is
+   * closed, whatever happens to `buffer`'s JS objects (it keeps V8's backing
+   * store, so the memory is never freed or reused under the device).
+   *
+   * Registering a user buffer is for buffers that stay put. A resizable
+   * `ArrayBuffer` or growable `SharedArrayBuffer` (or a view on one) is
+   * refused with a `TypeError`: a resize can decommit or move its pages.
+   * If the `ArrayBuffer` is detached while registered (transferred with
+   * `postMessage`/`structuredClone`, `ArrayBuffer.prototype.transfer`), the
+   * region is dead: posting a work request whose scatter/gather list names
+   * it fails with `EFAULT` (`err.badWr`), and a work request that reaches it
+   * by rkey completes with a protection error (`REM_ACCESS_ERR`, or
+   * `LOC_PROT_ERR` for a local entry) on `soft` devices. What this cannot
+   * guard is listed in the README ("Registered memory"): on real hardware a
+   * detached region is still registered with the NIC, and a peer's RDMA
+   * WRITE still lands in it (in memory this region keeps, never in anyone
+   * else's). Prefer {@link Pd.allocMemory} for memory that JS code may pass
+   * around.
+   * @param buffer the memory: a Buffer, typed array, DataView or fixed-length ArrayBuffer.
    * @param options `access`: flag names, default `['LOCAL_WRITE']`; remote write needs local write.
+   * @throws TypeError for a resizable, growable or detached buffer; RangeError for an empty one.
    */
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, options?: { access?: readonly AccessFlag[] }): Mr {
     const { access: names } = copyOptions(options, ['access'], 'options');
@@ -60,6 +74,31 @@ export class Pd {
       ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength)
       : Buffer.from(buffer as ArrayBuffer);
     return this.children.add(new Mr(native, this, view));
+  }
+
+  /**
+   * Allocates `size` zeroed bytes of page-aligned memory owned by the
+   * library and registers them: the safe way to get memory for RDMA. The
+   * memory lives until the region is closed *and* its JS handle is gone,
+   * whatever JS does with the handle meanwhile: `mr.buffer` may be
+   * transferred to a worker or collected and the region keeps working (a
+   * transfer moves the view, not the memory; the device and the new owner
+   * then share it). Memory is rounded up to whole pages (not shared with
+   * any other allocation, so it is safe to fork and to register on any
+   * NIC); `mr.length` is `size`.
+   * @example
+   * ```ts
+   * const mr = pd.allocMemory(1 << 20, { access: ['LOCAL_WRITE', 'REMOTE_WRITE'] });
+   * mr.buffer.write('hello');
+   * ```
+   * @param size bytes, an integer from 1 to 2^32.
+   * @param options `access`: flag names, default `['LOCAL_WRITE']`.
+   */
+  allocMemory(size: number, options?: { access?: readonly AccessFlag[] }): Mr {
+    if (typeof size !== 'number') throw new TypeError(`size must be a number of bytes, got ${describe(size)}`);
+    const access = accessBits(options?.access ?? ['LOCAL_WRITE']);
+    const { mr, buffer } = this.native.allocMemory(size, access);
+    return this.children.add(new Mr(mr, this, Buffer.from(buffer)));
   }
 
   /** Creates a queue pair (`ibv_create_qp`, RC). */

@@ -205,7 +205,7 @@ function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string): Resolv
       };
     }
     const { mr, offset: rawOffset, length: rawLength } = entry;
-    if (!(mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory()`);
+    if (!(mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory() or pd.allocMemory()`);
     if (mr.closed) {
       const err = new Error(`${at}.mr is deregistered`) as Error & { code: string };
       err.code = 'EBADF';
