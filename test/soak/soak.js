@@ -11,7 +11,7 @@
 // CqOverrunError are awaited; then the pair is closed and recreated),
 // whole-context open/close cycles, and worker threads started and
 // terminated mid-traffic.
-// Every second: RSS, heap used, open fds (/proc/self/fd), active handles and
+// Every second: RSS, heap used (after a forced GC), open fds (/proc/self/fd), active handles and
 // the addon's live objects, printed as a table.
 // Fails (exit 1) when, after the warm-up, it grew beyond the bounds:
 //   RSS +RSS_MB (default 20 MB) between the first and the last quarter of
@@ -337,6 +337,9 @@ function median(xs) {
   console.log(header.map((h) => h.padStart(8)).join(' '));
 
   const sample = () => {
+    // Heap judged after a full collection: without it a GC sawtooth (up to
+    // tens of MB between collections on a busy machine) reads as growth.
+    if (global.gc) global.gc();
     const m = process.memoryUsage();
     const row = {
       t: Math.round((Date.now() - start) / 1000),
