@@ -30,7 +30,9 @@ describe('lifetimes', () => {
   it('releases GC-collected objects, keeps a subscribed channel alive, and leaks no fd', async () => {
     const out = await new Promise<string>((resolve, reject) =>
       execFile(process.execPath, ['--expose-gc', fixture('gc-release.js')], { timeout: CHILD_HANG_MS }, (err, stdout, stderr) =>
-        err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+        err
+          ? reject(new Error(`${err.message} (code ${err.code}, signal ${err.signal}, killed ${err.killed})\nstdout: ${stdout}\nstderr: ${stderr}`))
+          : resolve(stdout),
       ),
     );
     const r = JSON.parse(out);
