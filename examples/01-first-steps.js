@@ -9,7 +9,7 @@
  *
  *   node examples/01-first-steps.js
  */
-const { openDevice, rearm, ackEvents, drainCq } = require('rx-verbs');
+const { openDevice, ackEvents, rearm, drainCq } = require('rx-verbs');
 
 const ctx = openDevice();
 const channel = ctx.createCompChannel();
@@ -27,8 +27,8 @@ const inbox = pd.registerMemory(Buffer.alloc(64), { access: ['LOCAL_WRITE'] });
 let completions = 0;
 const subscription = channel.events$
   .pipe(
+    ackEvents({ every: 1 }), // every event read must be acked
     rearm(), // arm again before draining: nothing slips between poll and arm
-    ackEvents({ every: 1 }),
     drainCq(),
   )
   .subscribe((batch) => {

@@ -12,7 +12,7 @@
  *   node examples/03-bulk-write.js [megabytes]
  */
 const { asapScheduler, asyncScheduler } = require('rxjs');
-const { openDevice, rearm, ackEvents, drainCq, steer, batchCompletions, credits } = require('rx-verbs');
+const { openDevice, ackEvents, rearm, drainCq, steer, batchCompletions, credits } = require('rx-verbs');
 
 const MB = Number(process.argv[2] ?? 64);
 const CHUNK = 256 * 1024;
@@ -56,8 +56,8 @@ function pump() {
 
 const sub = channel.events$
   .pipe(
-    rearm(),
     ackEvents({ every: 8 }),
+    rearm(),
     drainCq(),
     steer({ by: (b) => b.qpNum[0], to: (qpn) => (qpn === target.qpNum ? asapScheduler : asyncScheduler) }),
     batchCompletions({ maxSize: 64 }),

@@ -7,7 +7,7 @@
  * kit's virtual one alike.
  */
 const { map, filter } = require('rxjs');
-const { rearm, ackEvents, drainCq, batchCompletions, splitErrors } = require('rx-verbs');
+const { ackEvents, rearm, drainCq, batchCompletions, splitErrors } = require('rx-verbs');
 
 /**
  * @param {{ events$: import('rxjs').Observable<import('rx-verbs').CqEvent> }} channel
@@ -15,8 +15,8 @@ const { rearm, ackEvents, drainCq, batchCompletions, splitErrors } = require('rx
  */
 function messageSizes(channel, onErrors) {
   return channel.events$.pipe(
-    rearm(),
     ackEvents({ every: 4 }),
+    rearm(),
     drainCq(),
     batchCompletions(),
     splitErrors(onErrors),

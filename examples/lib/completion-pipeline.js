@@ -6,7 +6,7 @@
  * something with an `events$` of CQ events, so the same module runs on a
  * native channel and on rx-verbs/testing's virtual one (see its tests).
  */
-const { rearm, ackEvents, drainCq, batchCompletions } = require('rx-verbs');
+const { ackEvents, rearm, drainCq, batchCompletions } = require('rx-verbs');
 
 /**
  * @param {{ events$: import('rxjs').Observable<import('rx-verbs').CqEvent> }} channel
@@ -15,8 +15,8 @@ const { rearm, ackEvents, drainCq, batchCompletions } = require('rx-verbs');
  */
 function completionPipeline(channel, options = {}) {
   return channel.events$.pipe(
-    rearm(),
     ackEvents({ every: options.ackEvery ?? 16 }),
+    rearm(),
     drainCq({ max: options.pollMax ?? 256 }),
     batchCompletions({ maxSize: options.maxBatch, scheduler: options.scheduler }),
   );

@@ -52,6 +52,8 @@ for (const name of fs.readdirSync(dir).sort()) {
     // napi_create_external's tracker is owned by the V8 heap: it is freed
     // when the External is collected, and V8 does not collect at exit. The
     // Externals our *Wrap::New pass to constructors are such garbage.
+    // (A V8 heap page's remembered set, MemoryChunk::AllocateSlotSet, made
+    // in a write barrier of a JS callback we delivered, is V8's by madeByUs.)
     const v8Owned = /#1 [^\n]* in napi_create_external\b/.test(block);
     if (madeByUs(block) && !v8Owned) reports.push(`${name}: ${block.trim()}`);
     else foreignLeaks++;

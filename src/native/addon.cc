@@ -31,6 +31,23 @@ static void PinLibrary() {
   });
 }
 
+// One distinct type tag per wrapped class (util/wrap.h, TaggedWrap): a tag
+// shared by two classes would let one pass for the other.
+namespace {
+constexpr napi_type_tag kTags[] = {ContextWrap::kTypeTag, PdWrap::kTypeTag, MrWrap::kTypeTag,
+                                   ChannelWrap::kTypeTag, CqWrap::kTypeTag, QpWrap::kTypeTag};
+constexpr bool TagsDistinct() {
+  constexpr size_t n = sizeof kTags / sizeof kTags[0];
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = i + 1; j < n; j++) {
+      if (kTags[i].lower == kTags[j].lower && kTags[i].upper == kTags[j].upper) return false;
+    }
+  }
+  return true;
+}
+static_assert(TagsDistinct(), "two wrapped classes share a type tag");
+}  // namespace
+
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   PinLibrary();
   this->env = env;
@@ -67,15 +84,16 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
 Addon::~Addon() {
   if (!tearing_down) {
     tearing_down = true;
-    reaper.CloseAll();
+    reaper.CloseAll();  // closes each object quietly: nothing escapes
   }
 }
 
 void Addon::Cleanup(void* arg) {
   auto* self = static_cast<Addon*>(arg);
-  self->tearing_down = true;
-  self->reaper.CloseAll();
-  self->batch_slab.Release(self->env);
+  NoEscape(self->env, "environment cleanup", [self] {
+    self->tearing_down = true;
+    self->reaper.CloseAll();
+  });
 }
 
 static Napi::Object DeviceInfoObject(Napi::Env env, const DeviceInfo& d) {

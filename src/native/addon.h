@@ -7,10 +7,14 @@
 #include <napi.h>
 #include <uv.h>
 
-#include "util/batch_slab.h"
+#include <cstdint>
+#include <unordered_map>
+
 #include "util/reaper.h"
 
 namespace rxv {
+
+class MrWrap;
 
 class Addon : public Napi::Addon<Addon> {
  public:
@@ -22,10 +26,12 @@ class Addon : public Napi::Addon<Addon> {
   uv_loop_t* loop = nullptr;
   napi_env env = nullptr;
   Reaper reaper;
-  BatchSlab batch_slab;
   // Set once the environment is going away: wrappers then release without
   // calling into JS.
   bool tearing_down = false;
+  // Live MRs over user buffers that can be detached, by lkey and rkey
+  // (mr.cc): a post names keys, and any MR it names is checked.
+  std::unordered_multimap<uint32_t, MrWrap*> detachable_mrs;
 
   Napi::FunctionReference context_ctor;
   Napi::FunctionReference pd_ctor;

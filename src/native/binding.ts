@@ -149,6 +149,8 @@ export declare class NativePd {
   private constructor();
   readonly closed: boolean;
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, access: number): NativeMr;
+  /** Page-aligned memory the library owns, registered; `buffer` views it. */
+  allocMemory(size: number, access: number): { mr: NativeMr; buffer: ArrayBuffer };
   createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean): NativeQp;
   close(): void;
 }

@@ -32,7 +32,7 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
   Channel* raw = ch.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->channel_ctor.New({Napi::External<Channel>::New(env, raw)});
+    o = Addon::Get(env)->channel_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -43,14 +43,15 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
 }
 
 ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<ChannelWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<ChannelWrap>(info), Lifetime(info.Env()) {
+  Channel* raw = TakeToken<Channel>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(
         info.Env(),
         "CompletionChannel cannot be constructed directly: use context.createCompChannel()");
   }
-  ch_.reset(info[0].As<Napi::External<Channel>>().Data());
+  ch_.reset(raw);
   ch_->user = this;
 }
 
@@ -115,6 +116,15 @@ Napi::Value ChannelWrap::Wakeups(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// The JS object of a CQ, or nullptr when the GC has collected it (its
+// finalizer, which acks its events and unhooks it, has not run yet): its
+// events are left to that finalizer, and the rest of the wakeup goes on.
+static napi_value LiveWrapper(napi_env env, CqWrap& w) {
+  napi_value v = nullptr;
+  if (napi_get_reference_value(env, static_cast<napi_ref>(w), &v) != napi_ok) return nullptr;
+  return v;
+}
+
 CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   for (;;) {
     Cq* cq = nullptr;
@@ -143,11 +153,11 @@ napi_value ChannelWrap::ServiceFast(napi_env env) {
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
     if (!ok || w->closed()) continue;
+    napi_value cq = LiveWrapper(env, *w);
+    if (!cq) continue;
     napi_value r = w->Service(env);
     if (!r) continue;
-    napi_value cq;
-    ok = napi_get_reference_value(env, static_cast<napi_ref>(*w), &cq) == napi_ok &&
-         napi_set_element(env, out, k++, cq) == napi_ok &&
+    ok = napi_set_element(env, out, k++, cq) == napi_ok &&
          napi_set_element(env, out, k++, r) == napi_ok;
   }
   todo.clear();
@@ -186,10 +196,11 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
 // fast: [Cq, ArrayBuffer|Error, ...] | null), one call per wakeup.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "setOwner");
+  // The handleWakeup getter may run any JS (closing this channel): read first.
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleWakeup").IsFunction()) {
     throw Napi::TypeError::New(env, "owner must be an object with a handleWakeup method");
   }
+  Checked(env, "setOwner");
   if (watching_ && !owner_.IsEmpty()) owner_.Unref();
   owner_ = Napi::Weak(info[0].As<Napi::Object>());
   if (watching_) owner_.Ref();
@@ -203,14 +214,14 @@ void ChannelWrap::ApplyRef() { poll_.Ref(watching_ && want_ref_); }
 // only while watching (something subscribed or armed) and not unref()'d.
 Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Channel* ch = Checked(env, "watch");
   bool on = ArgBool(info, 0, "on", true);
+  Channel* ch = Checked(env, "watch");
   if (on) {
     if (owner_.IsEmpty()) {
       throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");
     }
     if (!poll_.Valid()) {
-      int rc = poll_.Init(addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
+      int rc = poll_.Init(addon_->env, addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
       if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
     }
     int rc = poll_.Start();
@@ -283,18 +294,19 @@ void ChannelWrap::OnReadable() {
   napi_get_null(env, &argv[0]);
   napi_get_null(env, &argv[1]);
   bool ok = true;
+  uint32_t n_explicit = 0;
   if (!explicit_.empty()) {
-    ok = napi_create_array_with_length(env, explicit_.size(), &argv[0]) == napi_ok;
-    for (uint32_t i = 0; ok && i < explicit_.size(); i++) {
-      napi_value cq;
-      ok = napi_get_reference_value(env, static_cast<napi_ref>(*explicit_[i]), &cq) == napi_ok &&
-           napi_set_element(env, argv[0], i, cq) == napi_ok;
+    ok = napi_create_array(env, &argv[0]) == napi_ok;
+    for (size_t i = 0; ok && i < explicit_.size(); i++) {
+      napi_value cq = LiveWrapper(env, *explicit_[i]);
+      if (cq) ok = napi_set_element(env, argv[0], n_explicit++, cq) == napi_ok;
     }
+    if (n_explicit == 0) napi_get_null(env, &argv[0]);
   }
   napi_value fast = ok ? ServiceFast(env) : nullptr;
   if (fast) argv[1] = fast;
   napi_value owner = nullptr, fn;
-  if (ok && (fast || !explicit_.empty()) &&
+  if (ok && (fast || n_explicit > 0) &&
       napi_get_reference_value(env, static_cast<napi_ref>(owner_), &owner) == napi_ok && owner &&
       napi_get_named_property(env, owner, "handleWakeup", &fn) == napi_ok) {
     DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 2, argv);

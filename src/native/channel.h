@@ -19,15 +19,16 @@ namespace rxv {
 
 class CqWrap;
 
-class ChannelWrap : public Napi::ObjectWrap<ChannelWrap>, public Lifetime {
+class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "CompletionChannel";
+  static constexpr napi_type_tag kTypeTag = {0x4965b4abc4ecbf8eull, 0x41f831d5310d522eull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Channel> ch,
                           Napi::Object context);
 
   explicit ChannelWrap(const Napi::CallbackInfo& info);
-  ~ChannelWrap() override { Close(true); }
+  ~ChannelWrap() override { CloseQuietly(); }
   ChannelWrap(const ChannelWrap&) = delete;
   ChannelWrap& operator=(const ChannelWrap&) = delete;
 

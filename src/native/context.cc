@@ -36,7 +36,7 @@ Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
   Context* raw = ctx.release();
   try {
     return Addon::Get(env)->context_ctor.New(
-        {Napi::External<Context>::New(env, raw)});
+        {MakeToken(env, raw)});
   } catch (...) {
     delete raw;
     throw;
@@ -44,13 +44,14 @@ Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
 }
 
 ContextWrap::ContextWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<ContextWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<ContextWrap>(info), Lifetime(info.Env()) {
+  Context* raw = TakeToken<Context>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Context cannot be constructed directly: use openDevice()");
   }
-  ctx_.reset(info[0].As<Napi::External<Context>>().Data());
+  ctx_.reset(raw);
   ctx_->user = this;
 }
 
@@ -119,8 +120,8 @@ Napi::Value ContextWrap::QueryDevice(const Napi::CallbackInfo& info) {
 
 Napi::Value ContextWrap::QueryPort(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Context* c = Checked(env, "ibv_query_port");
   uint32_t port = ArgU32(info, 0, "port", 1, 255);
+  Context* c = Checked(env, "ibv_query_port");
   PortAttr a = Guard(env, [&] { return c->query_port(static_cast<uint8_t>(port)); });
   Napi::Object o = Napi::Object::New(env);
   o.Set("state", a.state);
@@ -139,9 +140,9 @@ Napi::Value ContextWrap::QueryPort(const Napi::CallbackInfo& info) {
 
 Napi::Value ContextWrap::QueryGid(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Context* c = Checked(env, "ibv_query_gid");
   uint32_t port = ArgU32(info, 0, "port", 1, 255);
   uint32_t index = ArgU32(info, 1, "gid index", 0, 65535);
+  Context* c = Checked(env, "ibv_query_gid");
   Gid g = Guard(env, [&] {
     return c->query_gid(static_cast<uint8_t>(port), static_cast<int>(index));
   });
@@ -165,18 +166,21 @@ Napi::Value ContextWrap::CreateCompChannel(const Napi::CallbackInfo& info) {
 // createCq(cqe, channel | null, compVector)
 Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Context* c = Checked(env, "ibv_create_cq");
+  // Arguments first (util/wrap.h), then the native objects.
   uint32_t cqe = ArgU32(info, 0, "cqe", 1, 1u << 30);
   ChannelWrap* chw = nullptr;
   if (!info[1].IsNull() && !info[1].IsUndefined()) {
-    chw = UnwrapArg<ChannelWrap>(env, info[1], addon_->channel_ctor, "channel");
-    if (chw->closed()) throw ErrnoError(env, EBADF, "ibv_create_cq", "the channel is closed");
+    chw = UnwrapArg<ChannelWrap>(env, info[1], "channel");
+  }
+  uint32_t vec = info[2].IsUndefined() ? 0 : ArgU32(info, 2, "compVector", 0, 1024);
+  Context* c = Checked(env, "ibv_create_cq");
+  if (chw) {
+    chw->Checked(env, "ibv_create_cq");
     if (chw->context_object() != Value()) {
       throw ErrnoError(env, EINVAL, "ibv_create_cq",
                        "the channel belongs to another context");
     }
   }
-  uint32_t vec = info[2].IsUndefined() ? 0 : ArgU32(info, 2, "compVector", 0, 1024);
   auto cq = Guard(env, [&] {
     return c->create_cq(static_cast<int>(cqe), chw ? chw->channel() : nullptr,
                         static_cast<int>(vec));
@@ -184,22 +188,37 @@ Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
   return CqWrap::New(env, std::move(cq), Value(), chw);
 }
 
+// The JS object of a wrapper an event names; empty when the GC has collected
+// it but its finalizer (which unhooks it from the native object) has not run
+// yet: then there is no one left to tell.
+template <typename W>
+static Napi::Object LiveObject(W* w) {
+  return w ? w->Value() : Napi::Object();
+}
+
 Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
   Napi::Array out = Napi::Array::New(env);
   uint32_t n = 0;
   AsyncEvent ev;
   // Bounded so a storm of async events cannot starve the loop.
-  while (n < 1024 && ctx_ && ctx_->get_async_event(&ev)) {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("type", ev.type);
-    if (ev.cq && ev.cq->user) {
-      auto* cqw = static_cast<CqWrap*>(ev.cq->user);
-      o.Set("cq", cqw->Value());
-      if (ev.type == async_event::CQ_ERR) cqw->MarkBroken();
-    }
-    if (ev.qp && ev.qp->user) o.Set("qp", static_cast<QpWrap*>(ev.qp->user)->Value());
-    if (ev.port) o.Set("port", ev.port);
+  for (uint32_t read = 0; read < 1024 && ctx_ && ctx_->get_async_event(&ev); read++) {
+    // Everything is taken from the event, then it is acked at once: nothing
+    // below (JS values can fail to be made) may leave it unacked.
+    auto* cqw = ev.cq ? static_cast<CqWrap*>(ev.cq->user) : nullptr;
+    auto* qpw = ev.qp ? static_cast<QpWrap*>(ev.qp->user) : nullptr;
+    if (cqw && ev.type == async_event::CQ_ERR) cqw->MarkBroken();
+    const uint32_t type = ev.type;
+    const uint32_t port = ev.port;
     ctx_->ack_async_event(ev);
+    Napi::Object cq = LiveObject(cqw), qp = LiveObject(qpw);
+    // An event about a wrapper the GC collected is dropped (one about an
+    // object already released still goes out, without it).
+    if ((cqw && cq.IsEmpty()) || (qpw && qp.IsEmpty())) continue;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", type);
+    if (!cq.IsEmpty()) o.Set("cq", cq);
+    if (!qp.IsEmpty()) o.Set("qp", qp);
+    if (port) o.Set("port", port);
     out.Set(n++, o);
   }
   return out;
@@ -217,19 +236,23 @@ Napi::Value ContextWrap::ReadAsyncEvents(const Napi::CallbackInfo& info) {
 // alone are no reason to stay up.
 Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  bool stop = info[0].IsNull() || info[0].IsUndefined();
+  // Reading handleAsync may run a getter (which may close this context):
+  // read it before taking the context.
+  if (!stop && (!info[0].IsObject() ||
+                !info[0].As<Napi::Object>().Get("handleAsync").IsFunction())) {
+    throw Napi::TypeError::New(env, "owner must be an object with a handleAsync method");
+  }
   Context* c = Checked(env, "ibv_get_async_event");
-  if (info[0].IsNull() || info[0].IsUndefined()) {
+  if (stop) {
     async_poll_.Close();
     owner_.Reset();
     return env.Undefined();
   }
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleAsync").IsFunction()) {
-    throw Napi::TypeError::New(env, "owner must be an object with a handleAsync method");
-  }
   owner_ = Napi::Weak(info[0].As<Napi::Object>());
   if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
   if (!async_poll_.Valid()) {
-    int rc = async_poll_.Init(addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
+    int rc = async_poll_.Init(addon_->env, addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
     if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
     async_poll_.Start();
     async_poll_.Ref(false);
@@ -281,44 +304,61 @@ static Wc ParseWc(Napi::Env env, Napi::Value v) {
   return wc;
 }
 
-// inject(kind, ...): the soft device's fault injection hooks.
+// inject(kind, ...): the soft device's fault injection hooks. Every argument
+// (the work completion's getters included) is read before the context, the
+// CQ or the channel is taken.
 Napi::Value ContextWrap::Inject(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Context* c = Checked(env, "inject");
   std::string kind = ArgString(info, 0, "fault kind");
+  enum class Target { kNone, kCq, kChannel } target = Target::kNone;
+  bool with_wc = false;
+  if (kind == "overrun" || kind == "emptyEvent") {
+    target = Target::kCq;
+  } else if (kind == "errorCompletion" || kind == "completionBeforeArm") {
+    target = Target::kCq;
+    with_wc = true;
+  } else if (kind == "spuriousWakeup") {
+    target = Target::kChannel;
+  } else if (kind != "delayUs" && kind != "duplicateEvents" && kind != "deviceFatal" &&
+             kind != "portEvent") {
+    throw Napi::RangeError::New(env, "unknown fault kind '" + kind + "'");
+  }
+  CqWrap* cqw = target == Target::kCq ? UnwrapArg<CqWrap>(env, info[1], "cq") : nullptr;
+  ChannelWrap* chw =
+      target == Target::kChannel ? UnwrapArg<ChannelWrap>(env, info[1], "channel") : nullptr;
+  Wc wc;
+  if (with_wc) wc = ParseWc(env, info[2]);
+  uint32_t delay = kind == "delayUs" ? ArgU32(info, 1, "delay (us)", 0, 10000000) : 0;
+  bool on = kind == "duplicateEvents" ? ArgBool(info, 1, "on", true) : false;
+  uint32_t port_event = kind == "portEvent" ? ArgU32(info, 1, "event type", 0, 18) : 0;
+
+  Context* c = Checked(env, "inject");
   Faults* f = c->faults();
   if (!f) {
     throw ErrnoError(env, EOPNOTSUPP, "inject",
                      "fault injection is only available on soft devices");
   }
-  auto cq_arg = [&]() {
-    CqWrap* w = UnwrapArg<CqWrap>(env, info[1], addon_->cq_ctor, "cq");
-    return w->Checked(env, "inject");
-  };
+  Cq* cq = cqw ? cqw->Checked(env, "inject") : nullptr;
+  Channel* ch = chw ? chw->Checked(env, "inject") : nullptr;
   Guard(env, [&] {
     if (kind == "overrun") {
-      f->overrun(cq_arg());
+      f->overrun(cq);
     } else if (kind == "errorCompletion") {
-      Cq* cq = cq_arg();
-      f->error_completion(cq, ParseWc(env, info[2]));
+      f->error_completion(cq, wc);
     } else if (kind == "emptyEvent") {
-      f->empty_event(cq_arg());
+      f->empty_event(cq);
     } else if (kind == "completionBeforeArm") {
-      Cq* cq = cq_arg();
-      f->completion_before_arm(cq, ParseWc(env, info[2]));
+      f->completion_before_arm(cq, wc);
     } else if (kind == "spuriousWakeup") {
-      ChannelWrap* w = UnwrapArg<ChannelWrap>(env, info[1], addon_->channel_ctor, "channel");
-      f->spurious_wakeup(w->Checked(env, "inject"));
+      f->spurious_wakeup(ch);
     } else if (kind == "delayUs") {
-      f->delay_us(ArgU32(info, 1, "delay (us)", 0, 10000000));
+      f->delay_us(delay);
     } else if (kind == "duplicateEvents") {
-      f->duplicate_events(ArgBool(info, 1, "on", true));
+      f->duplicate_events(on);
     } else if (kind == "deviceFatal") {
       f->device_fatal();
-    } else if (kind == "portEvent") {
-      f->port_event(ArgU32(info, 1, "event type", 0, 18));
     } else {
-      throw Napi::RangeError::New(env, "unknown fault kind '" + kind + "'");
+      f->port_event(port_event);
     }
   });
   return env.Undefined();

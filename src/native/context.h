@@ -12,14 +12,15 @@
 
 namespace rxv {
 
-class ContextWrap : public Napi::ObjectWrap<ContextWrap>, public Lifetime {
+class ContextWrap : public TaggedWrap<ContextWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Context";
+  static constexpr napi_type_tag kTypeTag = {0xeaa8221c56420e6full, 0xea88f76aeb0dd4b2ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Context> ctx);
 
   explicit ContextWrap(const Napi::CallbackInfo& info);
-  ~ContextWrap() override { Close(true); }
+  ~ContextWrap() override { CloseQuietly(); }
   ContextWrap(const ContextWrap&) = delete;
   ContextWrap& operator=(const ContextWrap&) = delete;
 

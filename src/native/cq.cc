@@ -1,8 +1,10 @@
 #include "cq.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "channel.h"
+#include "util/uv_guard.h"
 
 namespace rxv {
 
@@ -47,7 +49,7 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
   Cq* raw = cq.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->cq_ctor.New({Napi::External<Cq>::New(env, raw)});
+    o = Addon::Get(env)->cq_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -64,13 +66,14 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
 }
 
 CqWrap::CqWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<CqWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<CqWrap>(info), Lifetime(info.Env()) {
+  Cq* raw = TakeToken<Cq>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Cq cannot be constructed directly: use context.createCq()");
   }
-  cq_.reset(info[0].As<Napi::External<Cq>>().Data());
+  cq_.reset(raw);
   cq_->user = this;
 }
 
@@ -100,6 +103,8 @@ void CqWrap::Close(bool force) {
   if (chw_) chw_->RemoveCq(this);
   cq_->user = nullptr;
   cq_.reset();
+  carry_ = 0;
+  slab_.Release(Env());
 }
 
 Napi::Value CqWrap::CloseJs(const Napi::CallbackInfo& info) {
@@ -135,8 +140,8 @@ Napi::Value CqWrap::Stats(const Napi::CallbackInfo& info) {
 // requestNotify(solicitedOnly)
 Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Cq* cq = Checked(env, "ibv_req_notify_cq");
   bool solicited = ArgBool(info, 0, "solicitedOnly", false);
+  Cq* cq = Checked(env, "ibv_req_notify_cq");
   if (!chw_) {
     throw ErrnoError(env, EINVAL, "ibv_req_notify_cq",
                      "the CQ was created without a completion channel");
@@ -151,24 +156,43 @@ Napi::Value CqWrap::RequestNotify(const Napi::CallbackInfo& info) {
 // every drain and allocates nothing.
 Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Cq* cq = Checked(env, "ibv_poll_cq");
   // Bounded: the scratch array is sized by it.
   uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 65536);
-  if (scratch_.size() < max) scratch_.resize(max);
-  int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
-  polls_++;
-  if (n == 0) return env.Null();
-  wcs_ += static_cast<uint64_t>(n);
-  napi_value batch = WcsToBatch(env, addon_->batch_slab, scratch_.data(), static_cast<size_t>(n));
-  if (!batch) throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  Cq* cq = Checked(env, "ibv_poll_cq");
+  if (carry_ == 0) {
+    if (scratch_.size() < max) scratch_.resize(max);
+    int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
+    polls_++;
+    wcs_ += static_cast<uint64_t>(n);
+    carry_ = static_cast<size_t>(n);
+  }
+  if (carry_ == 0) return env.Null();
+  napi_value batch = TakeBatch(env, std::min<size_t>(carry_, max));
+  if (!batch) {
+    // A pending JS exception (out of memory) is the one to throw; making
+    // another while it is pending would abort.
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) throw Napi::Error::New(env);
+    throw Napi::Error::New(env, "rx-verbs: could not allocate a completion batch");
+  }
   return Napi::Value(env, batch);
+}
+
+napi_value CqWrap::TakeBatch(napi_env env, size_t n) {
+  carry_ = std::max(carry_, n);
+  napi_value batch = WcsToBatch(env, slab_, scratch_.data(), n);
+  if (!batch) return nullptr;
+  std::copy(scratch_.begin() + n, scratch_.begin() + carry_, scratch_.begin());
+  carry_ -= n;
+  return batch;
 }
 
 // ack(n): acknowledges n events read from the channel for this CQ.
 Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "ibv_ack_cq_events");
   uint32_t n = ArgU32(info, 0, "n", 0, UINT32_MAX);
+  Checked(env, "ibv_ack_cq_events");
   uint64_t owed = delivered_ - acked_;
   if (n > owed) {
     throw Napi::RangeError::New(
@@ -181,15 +205,15 @@ Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
 
 size_t CqWrap::PollToEmpty() {
   constexpr size_t kChunk = 256;
-  size_t n = 0;
+  size_t n = carry_;
   for (;;) {
     if (scratch_.size() < n + kChunk) scratch_.resize(n + kChunk);
     int got = cq_->poll(static_cast<int>(kChunk), scratch_.data() + n);
     polls_++;
     n += static_cast<size_t>(got);
+    wcs_ += static_cast<uint64_t>(got);
     if (static_cast<size_t>(got) < kChunk) break;
   }
-  wcs_ += n;
   return n;
 }
 
@@ -221,16 +245,20 @@ napi_value CqWrap::Service(napi_env env) {
     return RawVerbsError(env, e);
   }
   if (n == 0) return nullptr;
-  return WcsToBatch(env, addon_->batch_slab, scratch_.data(), n);
+  napi_value batch = TakeBatch(env, n);
+  // Kept as carry_ for the next service; the wakeup goes on for other CQs.
+  if (!batch) ClearPendingException(env, "completion batch");
+  return batch;
 }
 
 // setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
 // active arms and polls at once, returning what was already queued.
 Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Checked(env, "setFastPath");
   uint32_t mode = ArgU32(info, 0, "mode", 0, 2);
-  if (!info[1].IsUndefined()) ack_every_ = ArgU32(info, 1, "ackEvery", 1, 1u << 20);
+  uint32_t ack_every = info[1].IsUndefined() ? ack_every_ : ArgU32(info, 1, "ackEvery", 1, 1u << 20);
+  Checked(env, "setFastPath");
+  ack_every_ = ack_every;
   if (mode != 0 && !chw_) {
     throw ErrnoError(env, EINVAL, "setFastPath",
                      "the CQ was created without a completion channel");

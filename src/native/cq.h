@@ -17,23 +17,24 @@ namespace rxv {
 
 class ChannelWrap;
 
-// Work completions cross into JS as a Uint8Array (a region of a shared slab,
-// see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
+// Work completions cross into JS as a Uint8Array (a region of the CQ's own
+// slab, see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
 // status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err as
 // u32[n] each (40 bytes per completion). nullptr when JS values cannot be
 // made (environment going away).
 constexpr size_t kWcBytes = 40;
 napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
-class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
+class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Cq";
+  static constexpr napi_type_tag kTypeTag = {0x97c01e2b1f1a47f9ull, 0x9edbf807f0568429ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Cq> cq,
                           Napi::Object context, ChannelWrap* chw);
 
   explicit CqWrap(const Napi::CallbackInfo& info);
-  ~CqWrap() override { Close(true); }
+  ~CqWrap() override { CloseQuietly(); }
   CqWrap(const CqWrap&) = delete;
   CqWrap& operator=(const CqWrap&) = delete;
 
@@ -72,8 +73,13 @@ class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void AckNow(uint32_t n);
-  // Polls until empty into scratch_; returns how many. Throws VerbsError.
+  // Polls until empty into scratch_ (after what is carried); returns how
+  // many scratch_ holds. Throws VerbsError.
   size_t PollToEmpty();
+  // The first n completions of scratch_ as a batch. On failure (JS values
+  // cannot be made) they stay in scratch_ as carry_, first in line for the
+  // next poll: a completion taken from the CQ is never dropped.
+  napi_value TakeBatch(napi_env env, size_t n);
 
   std::unique_ptr<Cq> cq_;
   ChannelWrap* chw_ = nullptr;
@@ -87,6 +93,8 @@ class CqWrap : public Napi::ObjectWrap<CqWrap>, public Lifetime {
   uint64_t wcs_ = 0;
   uint64_t ack_calls_ = 0;
   std::vector<Wc> scratch_;
+  size_t carry_ = 0;  // completions at the front of scratch_ not yet handed out
+  BatchSlab slab_;
 };
 
 }  // namespace rxv

@@ -18,11 +18,11 @@ Napi::Function MrWrap::Init(Napi::Env env) {
 }
 
 Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
-                         PdWrap* pdw, Napi::Object buffer) {
+                         PdWrap* pdw, PinnedMemory mem, bool library) {
   Mr* raw = mr.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->mr_ctor.New({Napi::External<Mr>::New(env, raw)});
+    o = Addon::Get(env)->mr_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -30,21 +30,64 @@ Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
   }
   MrWrap* w = Unwrap(o);
   SetHidden(o, kParentKey, pd);
-  w->buffer_ = Napi::Persistent(buffer);
+  w->keep_ = std::move(mem.keep);
+  w->owner_ = Napi::Persistent(mem.owner);
   w->pdw_ = pdw;
   w->lkey_ = raw->lkey();
+  w->rkey_ = raw->rkey();
   pdw->AddMr(w->lkey_, w);
+  if (!library && !mem.shared) {
+    w->detachable_ = true;
+    auto& index = w->addon_->detachable_mrs;
+    index.emplace(w->lkey_, w);
+    if (w->rkey_ != w->lkey_) index.emplace(w->rkey_, w);
+    // A device that runs WRs itself can also see, without JS, that no
+    // ArrayBuffer owns the memory any more (detached, the clone collected).
+    raw->watch_owner(w->keep_);
+  }
   return o;
 }
 
+bool MrWrap::CheckDetached() {
+  if (detached_) return true;
+  if (!detachable_ || closed()) return false;
+  Napi::Value ab = owner_.Value();
+  if (!ab.IsArrayBuffer() || !ab.As<Napi::ArrayBuffer>().IsDetached()) return false;
+  detached_ = true;
+  mr_->mark_detached();
+  return true;
+}
+
+bool MrWrap::MarkDetached(Napi::Env env, uint32_t key) {
+  auto range = Addon::Get(env)->detachable_mrs.equal_range(key);
+  bool any = false;
+  for (auto it = range.first; it != range.second; ++it) any |= it->second->CheckDetached();
+  return any;
+}
+
+void MrWrap::Unindex() {
+  if (!detachable_) return;
+  auto& index = addon_->detachable_mrs;
+  for (uint32_t key : {lkey_, rkey_}) {
+    auto range = index.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == this) {
+        index.erase(it);
+        break;
+      }
+    }
+  }
+}
+
 MrWrap::MrWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<MrWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<MrWrap>(info), Lifetime(info.Env()) {
+  Mr* raw = TakeToken<Mr>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Mr cannot be constructed directly: use pd.registerMemory()");
   }
-  mr_.reset(info[0].As<Napi::External<Mr>>().Data());
+  mr_.reset(raw);
   mr_->user = this;
 }
 
@@ -56,9 +99,12 @@ void MrWrap::Close(bool force) {
     if (!force) throw;
   }
   BeginClose();
+  Unindex();
   if (pdw_ && !pdw_->closed()) pdw_->RemoveMr(lkey_);
   mr_.reset();
-  if (!addon_->tearing_down) buffer_.Reset();
+  // Only now, with the device done with it, may the memory go.
+  keep_.reset();
+  if (!addon_->tearing_down) owner_.Reset();
 }
 
 Napi::Value MrWrap::CloseJs(const Napi::CallbackInfo& info) {

@@ -1,11 +1,13 @@
-// Mr: a registered memory region. Holds the JS buffer it covers, so the
-// memory outlives the registration.
+// Mr: a registered memory region. Holds the memory it covers (see
+// memory/pinned.h) until it is deregistered, and watches the JS buffer it
+// came from: once that is detached, work requests naming the MR fail.
 #pragma once
 
 #include <napi.h>
 
 #include <memory>
 
+#include "memory/pinned.h"
 #include "provider/provider.h"
 #include "util/wrap.h"
 
@@ -13,12 +15,19 @@ namespace rxv {
 
 class PdWrap;
 
-class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
+class MrWrap : public TaggedWrap<MrWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Mr";
+  static constexpr napi_type_tag kTypeTag = {0xaf82a87e7ae6da81ull, 0x6c03644f9edbc369ull};
   static Napi::Function Init(Napi::Env env);
+  // `library`: the memory is a pd.allocMemory() allocation, which a detach
+  // of its JS handle does not take away.
   static Napi::Object New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
-                          PdWrap* pdw, Napi::Object buffer);
+                          PdWrap* pdw, PinnedMemory mem, bool library);
+  // The live MRs of this environment whose user buffer can be detached,
+  // by key (lkey == rkey on every provider we have; both are indexed).
+  // Marks every one with `key` whose buffer was detached; true if any was.
+  static bool MarkDetached(Napi::Env env, uint32_t key);
 
   explicit MrWrap(const Napi::CallbackInfo& info);
   ~MrWrap() override { Close(true); }
@@ -26,6 +35,8 @@ class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
   MrWrap& operator=(const MrWrap&) = delete;
 
   Mr* mr() const { return mr_.get(); }
+  // True (and the provider told) once the user buffer was detached.
+  bool CheckDetached();
   void DetachPd() { pdw_ = nullptr; }
   void Close(bool force) override;
 
@@ -39,13 +50,19 @@ class MrWrap : public Napi::ObjectWrap<MrWrap>, public Lifetime {
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
+  void Unindex();
+
   std::unique_ptr<Mr> mr_;
-  // Persistent on purpose: the device may write into the memory until the
-  // MR is destroyed, so it must not be collected first. (A leaf: it refers
-  // to nothing of ours, so this creates no uncollectable cycle.)
-  Napi::ObjectReference buffer_;
+  // The memory; released only after the provider deregistered it.
+  std::shared_ptr<void> keep_;
+  // The ArrayBuffer the memory came from, for detach checks. (A leaf: it
+  // refers to nothing of ours, so this creates no uncollectable cycle.)
+  Napi::ObjectReference owner_;
+  bool detachable_ = false;  // a user's non-shared ArrayBuffer
+  bool detached_ = false;
   PdWrap* pdw_ = nullptr;
   uint32_t lkey_ = 0;
+  uint32_t rkey_ = 0;
 };
 
 }  // namespace rxv

@@ -10,6 +10,7 @@ Napi::Function PdWrap::Init(Napi::Env env) {
   return DefineClass(env, kClassName,
                      {
                          InstanceMethod<&PdWrap::RegisterMemory>("registerMemory"),
+                         InstanceMethod<&PdWrap::AllocMemory>("allocMemory"),
                          InstanceMethod<&PdWrap::CreateQp>("createQp"),
                          InstanceAccessor<&PdWrap::Closed>("closed"),
                          InstanceMethod<&PdWrap::CloseJs>("close"),
@@ -21,7 +22,7 @@ Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
   Pd* raw = pd.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->pd_ctor.New({Napi::External<Pd>::New(env, raw)});
+    o = Addon::Get(env)->pd_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -32,13 +33,14 @@ Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
 }
 
 PdWrap::PdWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<PdWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<PdWrap>(info), Lifetime(info.Env()) {
+  Pd* raw = TakeToken<Pd>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Pd cannot be constructed directly: use context.allocPd()");
   }
-  pd_.reset(info[0].As<Napi::External<Pd>>().Data());
+  pd_.reset(raw);
   pd_->user = this;
 }
 
@@ -73,35 +75,44 @@ bool PdWrap::CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const {
   return addr >= start && len <= mr->length() && addr - start <= mr->length() - len;
 }
 
-// registerMemory(buffer, access): Buffer, TypedArray, DataView or ArrayBuffer.
+// registerMemory(buffer, access): Buffer, TypedArray, DataView or
+// ArrayBuffer (resizable ones refused). Reading a buffer's geometry runs no
+// JS, so both arguments are plain values before the PD is looked at.
 Napi::Value PdWrap::RegisterMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Pd* pd = Checked(env, "ibv_reg_mr");
-  Napi::Value b = info[0];
-  void* data = nullptr;
-  size_t length = 0;
-  if (b.IsTypedArray()) {
-    auto ta = b.As<Napi::TypedArray>();
-    data = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    length = ta.ByteLength();
-  } else if (b.IsDataView()) {
-    auto dv = b.As<Napi::DataView>();
-    data = static_cast<uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
-    length = dv.ByteLength();
-  } else if (b.IsArrayBuffer()) {
-    auto ab = b.As<Napi::ArrayBuffer>();
-    data = ab.Data();
-    length = ab.ByteLength();
-  } else {
-    throw Napi::TypeError::New(
-        env, "buffer must be a Buffer, TypedArray, DataView or ArrayBuffer");
-  }
-  if (length == 0) {
-    throw Napi::RangeError::New(env, "cannot register an empty buffer");
-  }
+  PinnedMemory mem = PinUserMemory(env, info[0]);
   uint32_t access = ArgU32(info, 1, "access flags", 0, 0xffff);
-  auto mr = Guard(env, [&] { return pd->reg_mr(data, length, access); });
-  return MrWrap::New(env, std::move(mr), Value(), this, b.As<Napi::Object>());
+  Pd* pd = Checked(env, "ibv_reg_mr");
+  auto mr = Guard(env, [&] { return pd->reg_mr(mem.data, mem.length, access); });
+  return MrWrap::New(env, std::move(mr), Value(), this, std::move(mem), false);
+}
+
+// Largest allocMemory: what a Node Buffer can view (buffer.constants.MAX_LENGTH).
+constexpr uint64_t kMaxAlloc = 1ull << 32;
+
+// allocMemory(size, access) -> { mr, buffer }: page-aligned memory the
+// library owns, registered; `buffer` is an ArrayBuffer over it.
+Napi::Value PdWrap::AllocMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Value sv = info[0];
+  if (!sv.IsNumber()) throw Napi::TypeError::New(env, "size must be a number of bytes");
+  const double size = sv.As<Napi::Number>().DoubleValue();
+  if (!(size >= 1 && size <= double(kMaxAlloc)) || size != static_cast<double>(static_cast<uint64_t>(size)))
+    throw Napi::RangeError::New(env, "size must be an integer from 1 to " + std::to_string(kMaxAlloc));
+  uint32_t access = ArgU32(info, 1, "access flags", 0, 0xffff);
+  Pd* pd = Checked(env, "ibv_reg_mr");
+  PinnedMemory mem = AllocPinnedMemory(env, static_cast<size_t>(size));
+  Napi::Object buffer = mem.owner;
+  auto mr = Guard(env, [&] { return pd->reg_mr(mem.data, mem.length, access); });
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("mr", MrWrap::New(env, std::move(mr), Value(), this, std::move(mem), true));
+  out.Set("buffer", buffer);
+  return out;
+}
+
+bool PdWrap::DetachedSge(uint32_t lkey) const {
+  auto it = mrs_.find(lkey);
+  return it != mrs_.end() && it->second->CheckDetached();
 }
 
 static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,
@@ -112,23 +123,17 @@ static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,
   return ValueU32(env, v, what.c_str(), 0, 1u << 24);
 }
 
-// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP.
+// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP. The cap getters may
+// run any JS (closing this PD or the CQs): every argument is read before the
+// native objects are taken.
 Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Pd* pd = Checked(env, "ibv_create_qp");
-  CqWrap* scq = UnwrapArg<CqWrap>(env, info[0], addon_->cq_ctor, "sendCq");
-  CqWrap* rcq = UnwrapArg<CqWrap>(env, info[1], addon_->cq_ctor, "recvCq");
-  Pd::QpInit init;
-  init.send_cq = scq->Checked(env, "ibv_create_qp");
-  init.recv_cq = rcq->Checked(env, "ibv_create_qp");
-  if (scq->context_object() != context_object() ||
-      rcq->context_object() != context_object()) {
-    throw ErrnoError(env, EINVAL, "ibv_create_qp",
-                     "the CQs belong to another context than the PD");
-  }
+  CqWrap* scq = UnwrapArg<CqWrap>(env, info[0], "sendCq");
+  CqWrap* rcq = UnwrapArg<CqWrap>(env, info[1], "recvCq");
   if (!info[2].IsUndefined() && !info[2].IsObject()) {
     throw Napi::TypeError::New(env, "cap must be an object");
   }
+  Pd::QpInit init;
   Napi::Object cap = info[2].IsObject() ? info[2].As<Napi::Object>() : Napi::Object::New(env);
   init.cap.max_send_wr = CapField(env, cap, "maxSendWr", 64);
   init.cap.max_recv_wr = CapField(env, cap, "maxRecvWr", 64);
@@ -136,6 +141,14 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   init.cap.max_recv_sge = CapField(env, cap, "maxRecvSge", 1);
   init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
   init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
+  Pd* pd = Checked(env, "ibv_create_qp");
+  init.send_cq = scq->Checked(env, "ibv_create_qp");
+  init.recv_cq = rcq->Checked(env, "ibv_create_qp");
+  if (scq->context_object() != context_object() ||
+      rcq->context_object() != context_object()) {
+    throw ErrnoError(env, EINVAL, "ibv_create_qp",
+                     "the CQs belong to another context than the PD");
+  }
   auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
   return QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
                      info[1].As<Napi::Object>());

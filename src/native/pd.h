@@ -16,15 +16,16 @@ namespace rxv {
 
 class MrWrap;
 
-class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
+class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Pd";
+  static constexpr napi_type_tag kTypeTag = {0xacfa3ec836c59dbcull, 0xf29aa2a7b09d2180ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Pd> pd,
                           Napi::Object context);
 
   explicit PdWrap(const Napi::CallbackInfo& info);
-  ~PdWrap() override { Close(true); }
+  ~PdWrap() override { CloseQuietly(); }
   PdWrap(const PdWrap&) = delete;
   PdWrap& operator=(const PdWrap&) = delete;
 
@@ -39,10 +40,13 @@ class PdWrap : public Napi::ObjectWrap<PdWrap>, public Lifetime {
   Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   // True when [addr, addr+len) lies inside a live MR of this PD with `lkey`.
   bool CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const;
+  // True when `lkey` names an MR of this PD whose user buffer was detached.
+  bool DetachedSge(uint32_t lkey) const;
 
  private:
   const char* kind() const override { return "protection domain"; }
   Napi::Value RegisterMemory(const Napi::CallbackInfo& info);
+  Napi::Value AllocMemory(const Napi::CallbackInfo& info);
   Napi::Value CreateQp(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);

@@ -1,6 +1,9 @@
 #include "qp.h"
 
+#include <type_traits>
+
 #include "cq.h"
+#include "mr.h"
 #include "pd.h"
 #include "util/js_values.h"
 #include "wr_codec.h"
@@ -26,7 +29,7 @@ Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
   Qp* raw = qp.release();
   Napi::Object o;
   try {
-    o = Addon::Get(env)->qp_ctor.New({Napi::External<Qp>::New(env, raw)});
+    o = Addon::Get(env)->qp_ctor.New({MakeToken(env, raw)});
   } catch (...) {
     try { raw->destroy(); } catch (...) {}
     delete raw;
@@ -41,13 +44,14 @@ Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
 }
 
 QpWrap::QpWrap(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<QpWrap>(info), Lifetime(info.Env()) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+    : TaggedWrap<QpWrap>(info), Lifetime(info.Env()) {
+  Qp* raw = TakeToken<Qp>(info);
+  if (!raw) {
     BeginClose();
     throw Napi::TypeError::New(info.Env(),
                                "Qp cannot be constructed directly: use pd.createQp()");
   }
-  qp_.reset(info[0].As<Napi::External<Qp>>().Data());
+  qp_.reset(raw);
   qp_->user = this;
   qp_num_ = qp_->qp_num();
 }
@@ -103,9 +107,9 @@ static uint32_t Field(Napi::Env env, Napi::Object o, const char* key,
 }
 
 // modify(attr, mask): ibv_modify_qp with rdma-core's IBV_QP_* mask bits.
+// attr is read in full (its getters may run any JS) before the QP is taken.
 Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_modify_qp");
   if (!info[0].IsObject()) throw Napi::TypeError::New(env, "attr must be an object");
   Napi::Object o = info[0].As<Napi::Object>();
   uint32_t mask = ArgU32(info, 1, "attribute mask", 0, (1u << 21) - 1);
@@ -145,6 +149,8 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   } else if (!ahv.IsUndefined()) {
     throw Napi::TypeError::New(env, "ah must be an object");
   }
+  // Only now, every getter having run (any of them may have closed this QP).
+  Qp* qp = Checked(env, "ibv_modify_qp");
   Guard(env, [&] { qp->modify(a, mask); });
   return env.Undefined();
 }
@@ -175,14 +181,56 @@ static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {
   return err;
 }
 
+// The first WR with a scatter/gather entry on memory whose JS buffer was
+// detached (`count` when none). Such a WR must not reach the device: the
+// memory is no longer the buffer the user registered. MRs a WR names by
+// rkey are checked too, so a device that runs WRs itself refuses them.
+template <typename Wr>
+static size_t FirstDetached(Napi::Env env, PdWrap* pdw, const std::vector<Wr>& wrs, size_t count,
+                            std::string* why) {
+  for (size_t i = 0; i < count; i++) {
+    const Wr& wr = wrs[i];
+    if constexpr (std::is_same_v<Wr, SendWr>) {
+      if (wr.opcode == wr_opcode::RDMA_WRITE || wr.opcode == wr_opcode::RDMA_WRITE_WITH_IMM ||
+          wr.opcode == wr_opcode::RDMA_READ)
+        MrWrap::MarkDetached(env, wr.rkey);
+    }
+    for (size_t j = 0; j < wr.sg.size(); j++) {
+      if (!pdw->DetachedSge(wr.sg[j].lkey)) continue;
+      *why = "work request " + std::to_string(i) + ": scatter/gather entry " + std::to_string(j) +
+             " uses a memory region (lkey " + std::to_string(wr.sg[j].lkey) +
+             ") whose ArrayBuffer was detached (transferred); deregister it";
+      return i;
+    }
+  }
+  return count;
+}
+
+// Posts wrs[0, count): those before the first WR on detached memory go to
+// the provider, then that one fails with EFAULT (badWr = its index), as a
+// provider reports a bad WR.
+template <typename Wr, typename Post>
+static void PostChecked(Napi::Env env, PdWrap* pdw, const std::vector<Wr>& wrs, size_t count,
+                        const char* verb, Post post) {
+  std::string why;
+  const size_t bad = FirstDetached(env, pdw, wrs, count, &why);
+  size_t bad_index = 0;
+  try {
+    if (bad) post(wrs.data(), bad, &bad_index);
+  } catch (const VerbsError& e) {
+    throw PostError(env, e, bad_index);
+  }
+  if (bad < count) throw PostError(env, VerbsError(EFAULT, verb, why), bad);
+}
+
 // postSend(packed, count)
 Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_post_send");
   const uint8_t* data = nullptr;
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  Qp* qp = Checked(env, "ibv_post_send");
   std::string bad = DecodeSendWrs(data, len, count, &send_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
   // Inline data is copied from user addresses at post time, before any key
@@ -199,31 +247,23 @@ Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
       }
     }
   }
-  size_t bad_index = 0;
-  try {
-    qp->post_send(send_wrs_.data(), count, &bad_index);
-  } catch (const VerbsError& e) {
-    throw PostError(env, e, bad_index);
-  }
+  PostChecked(env, pdw_, send_wrs_, count, "ibv_post_send",
+              [qp](const SendWr* w, size_t n, size_t* b) { qp->post_send(w, n, b); });
   return env.Undefined();
 }
 
 // postRecv(packed, count)
 Napi::Value QpWrap::PostRecv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_post_recv");
   const uint8_t* data = nullptr;
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  Qp* qp = Checked(env, "ibv_post_recv");
   std::string bad = DecodeRecvWrs(data, len, count, &recv_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
-  size_t bad_index = 0;
-  try {
-    qp->post_recv(recv_wrs_.data(), count, &bad_index);
-  } catch (const VerbsError& e) {
-    throw PostError(env, e, bad_index);
-  }
+  PostChecked(env, pdw_, recv_wrs_, count, "ibv_post_recv",
+              [qp](const RecvWr* w, size_t n, size_t* b) { qp->post_recv(w, n, b); });
   return env.Undefined();
 }
 

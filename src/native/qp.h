@@ -14,15 +14,16 @@ namespace rxv {
 
 class PdWrap;
 
-class QpWrap : public Napi::ObjectWrap<QpWrap>, public Lifetime {
+class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
  public:
   static constexpr const char* kClassName = "Qp";
+  static constexpr napi_type_tag kTypeTag = {0x9fd86e6a1dab3691ull, 0x695cbbde8c958d84ull};
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
                           PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq);
 
   explicit QpWrap(const Napi::CallbackInfo& info);
-  ~QpWrap() override { Close(true); }
+  ~QpWrap() override { CloseQuietly(); }
   QpWrap(const QpWrap&) = delete;
   QpWrap& operator=(const QpWrap&) = delete;
 

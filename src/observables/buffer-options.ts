@@ -11,7 +11,8 @@
  *   reading and re-arming, so the CQ holds the rest — until the buffer is
  *   down to `lowWaterMark`. Bounded by CQ depth: gate posts with `credits()`
  *   so the CQ cannot overrun while paused.
- * - `'error'`: fail the source with a `BufferOverflowError`.
+ * - `'error'`: fail the source with a `BufferOverflowError`; what was read
+ *   (the arriving item included) stays takeable, ahead of the error.
  * - `'dropOldest'` / `'dropNewest'`: drop the oldest buffered / the arriving
  *   item and hand it to `onDropped` (a dropped completion loses its wr_id:
  *   free its buffer there).

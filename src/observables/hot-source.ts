@@ -19,6 +19,12 @@ export interface HotSourceDriver<T> {
   stop(): void;
   /** One synchronous, non-blocking native read for `tryTake()`; `undefined` if none. */
   pull(): T | undefined;
+  /**
+   * Optional: `item` is being handed to the push subscribers (live or
+   * replayed from the buffer; not items taken by pull consumers). A channel
+   * marks its events as owed an ack here.
+   */
+  delivered?(item: T): void;
 }
 
 /** Options of a {@link HotSource}: its bounded buffer. */
@@ -47,10 +53,13 @@ interface Waiter<T> {
  *   active async iterator, a waiting `take()` or a `retain()` hold, and is
  *   not paused or terminated. Without demand the native side reads nothing
  *   and events stay pending there, for a later subscriber or `tryTake()`.
- * - Terminal states are sticky. `complete()` reaches current subscribers;
- *   later ones get the buffered items, then complete. `error()` discards the
- *   buffer (like RxJS, an error is not delayed behind items); later
- *   subscribers get it at once and `tryTake()` throws it.
+ * - Terminal states are sticky, and neither loses what was already read:
+ *   the buffered items stay takeable, in order, and the terminal
+ *   notification comes after the last of them — to push subscribers, to
+ *   `tryTake()` (which throws the error once the buffer is empty) and to
+ *   iterators. A failed CQ's buffered completions carry the wr_ids the
+ *   application needs to reclaim its buffers, so an error is never allowed
+ *   to overtake them.
  *
  * Backpressure (`overflow`) only matters for pull consumers: push
  * subscribers are fed synchronously, so the buffer fills only while nobody
@@ -150,21 +159,17 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     this.enqueue(item);
   }
 
-  /** Driver: the source failed (sticky). Stops the driver; discards the buffer. */
+  /**
+   * Driver: the source failed (sticky). Stops the driver; buffered items
+   * stay takeable and are delivered before the error.
+   */
   error(err: unknown): void {
-    if (this.terminal) return;
-    this.terminal = { kind: 'error', error: err };
-    this.buffer.clear();
-    if (!this.flushing) this.settle();
-    this.reconcile();
+    this.terminate({ kind: 'error', error: err });
   }
 
   /** Driver: the source ended (sticky). Buffered items stay takeable. */
   complete(): void {
-    if (this.terminal) return;
-    this.terminal = { kind: 'complete' };
-    if (!this.flushing) this.settle();
-    this.reconcile();
+    this.terminate({ kind: 'complete' });
   }
 
   // ---- pull side ---------------------------------------------------------
@@ -173,16 +178,16 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
    * Takes one item if one is available: from the buffer, else one
    * non-blocking native read (`driver.pull()`). Never blocks.
    * @returns the item, or `undefined` (none now, or completed and empty).
-   * @throws the terminal error once the source has failed.
+   * @throws the terminal error once the source has failed and its buffer is empty.
    */
   tryTake(): T | undefined {
-    const terminal = this.terminal;
-    if (terminal?.kind === 'error') throw terminal.error;
     if (this.buffer.length > 0) {
       const item = this.buffer.shift() as T;
       this.maybeResume();
       return item;
     }
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') throw terminal.error;
     return terminal ? undefined : this.driver.pull();
   }
 
@@ -264,18 +269,23 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   // ---- internals ---------------------------------------------------------
 
+  /** Enters the terminal state; what is buffered still goes out first. */
+  private terminate(terminal: Terminal): void {
+    if (this.terminal) return;
+    this.terminal = terminal;
+    this.flush(); // no-op while a delivery is in progress: that loop flushes and settles
+    this.reconcile();
+  }
+
   private attach(subscriber: Subscriber<T>): TeardownLogic {
     const terminal = this.terminal;
-    if (terminal?.kind === 'error') {
-      subscriber.error(terminal.error);
-      return;
-    }
     if (terminal && this.buffer.length === 0) {
-      subscriber.complete();
+      if (terminal.kind === 'error') subscriber.error(terminal.error);
+      else subscriber.complete();
       return;
     }
     this.subscribers = [...this.subscribers, subscriber];
-    this.flush(); // replay the buffer to it first (then complete, if completed)
+    this.flush(); // replay the buffer to it first (then the terminal notification, if any)
     this.reconcile();
     return () => {
       this.subscribers = this.subscribers.filter((s) => s !== subscriber);
@@ -285,6 +295,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   /** Delivers one item to the current subscribers (a stable snapshot). */
   private deliver(item: T): void {
+    this.driver.delivered?.(item);
     const targets = this.subscribers;
     for (let i = 0; i < targets.length; i++) {
       const s = targets[i];
@@ -320,7 +331,8 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     }
     this.maybeResume();
     const terminal = this.terminal;
-    if (!terminal || (terminal.kind === 'complete' && this.buffer.length > 0)) return;
+    // Buffered items go first: the terminal notification waits for the last.
+    if (!terminal || this.buffer.length > 0) return;
     const subscribers = this.subscribers;
     const waiters = [...this.waiters];
     this.subscribers = [];
@@ -351,6 +363,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
         }
         return;
       case 'error':
+        this.buffer.push(item); // read already: it stays takeable, ahead of the error
         this.error(new BufferOverflowError(highWaterMark));
         return;
       case 'dropNewest':
@@ -414,13 +427,13 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
 
   /** The next item for a pull consumer: buffered, terminal, or parked until pushed. */
   private nextResult(onPark?: (w: Waiter<T>) => void): Promise<IteratorResult<T, undefined>> {
-    const terminal = this.terminal;
-    if (terminal?.kind === 'error') return Promise.reject(terminal.error);
     if (this.buffer.length > 0) {
       const value = this.buffer.shift() as T;
       this.maybeResume();
       return Promise.resolve({ value, done: false });
     }
+    const terminal = this.terminal;
+    if (terminal?.kind === 'error') return Promise.reject(terminal.error);
     if (terminal) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
       const waiter: Waiter<T> = { resolve, reject };

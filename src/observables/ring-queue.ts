@@ -43,6 +43,13 @@ export class RingQueue<T> {
     return out;
   }
 
+  /** The items, oldest first, without removing them. */
+  toArray(): T[] {
+    const out: T[] = [];
+    for (let i = 0; i < this.size; i++) out.push(this.items[(this.head + i) & (this.items.length - 1)] as T);
+    return out;
+  }
+
   /** Removes every item. */
   clear(): void {
     this.items = new Array(16);

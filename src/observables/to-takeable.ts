@@ -23,7 +23,8 @@ export interface TakeableObservable<T> extends HotSource<T>, Takeable<T> {
 /**
  * Subscribes to `source` at once and buffers what it emits, so that
  * `tryTake()` takes one item at a time, synchronously and without blocking;
- * `pending` counts them; after the source errors `tryTake()` throws its error.
+ * `pending` counts them; after the source errors, `tryTake()` still returns
+ * what was buffered, in order, then throws the error.
  *
  * Overflow (at `highWaterMark`, default 1024):
  * - `'error'` (the default here): the takeable fails with `BufferOverflowError`.

@@ -1,4 +1,5 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { ackAtMost, claimAck } from '../verbs/event-acks';
 import type { CqEvent, CqLike } from '../verbs/interfaces';
 
 /** Options of {@link ackEvents}. */
@@ -23,12 +24,20 @@ export interface AckEventsOptions {
  * acked before its CQ can be destroyed, so all outstanding counts are
  * flushed on unsubscribe, and on complete and error — before forwarding them,
  * so whoever reacts to the end (e.g. by closing the CQ) finds it acked.
- * A CQ's count is reset before `ack()` and before the event is forwarded,
- * so re-entrant events and an unsubscribe from downstream never ack twice.
+ *
+ * Exactly once: an event from a channel's `events$` carries its ack
+ * obligation, and `ackEvents()` takes it over. So an event counted here is
+ * never acked by anyone else (another `ackEvents()` on the same multicast
+ * stream skips it), and one that never gets here because `rearm()` or
+ * `drainCq()` failed on it first is acked by that operator. Put it first
+ * all the same — the canonical loop is event -> ack -> re-arm -> poll — so
+ * that no operator of yours between the channel and the ack can drop an
+ * event unacked. It never acks more than the CQ says are unacked, and never
+ * a closed CQ.
  *
  * ## Example
  * ```ts
- * channel.events$.pipe(rearm(), ackEvents({ every: 32 }), drainCq())
+ * channel.events$.pipe(ackEvents({ every: 32 }), rearm(), drainCq())
  * ```
  *
  * @param options `every`: events per CQ per `ack()` call.
@@ -61,6 +70,10 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
       };
       const upstream = source.subscribe({
         next(event) {
+          if (!claimAck(event)) {
+            subscriber.next(event); // acked already, by another ackEvents or the source
+            return;
+          }
           const n = (unacked.get(event.cq) ?? 0) + 1;
           if (n >= every) {
             unacked.delete(event.cq);
@@ -98,16 +111,4 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
         flush();
       };
     });
-}
-
-/**
- * Acks `n` events, or fewer when the CQ says fewer are outstanding: someone
- * else (another ackEvents on the same multicast stream, a context closing in
- * the safe order) may have acked them, and acking more than were read is an
- * error in rdma-core. A closed CQ needs no acks.
- */
-function ackAtMost(cq: CqLike, n: number): void {
-  if (cq.closed) return;
-  const k = cq.unacked === undefined ? n : Math.min(n, cq.unacked);
-  if (k > 0) cq.ack(k);
 }

@@ -38,7 +38,7 @@ export interface BatchCompletionsOptions {
  *
  * ## Example
  * ```ts
- * cqEvents$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions({ maxSize: 256 }))
+ * cqEvents$.pipe(ackEvents(), rearm(), drainCq(), batchCompletions({ maxSize: 256 }))
  *   .subscribe((batch) => settleAll(batch));
  * ```
  *

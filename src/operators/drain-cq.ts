@@ -1,4 +1,5 @@
 import { Observable, OperatorFunction } from 'rxjs';
+import { failOnEvent } from '../verbs/event-acks';
 import type { CqEvent } from '../verbs/interfaces';
 import type { WcBatch } from '../verbs/wc-batch';
 
@@ -25,11 +26,12 @@ export interface DrainCqOptions {
  * Put it after `rearm()`: polling an armed CQ until empty is what makes the
  * loop lose nothing (a completion that lands after the arm raises a new
  * event). Stops polling as soon as the subscriber is closed; a poll that
- * throws (e.g. an overrun CQ) errors the result.
+ * throws (e.g. an overrun CQ) errors the result, the event acked first if
+ * no `ackEvents()` took it over.
  *
  * ## Example
  * ```ts
- * channel.events$.pipe(rearm(), ackEvents(), drainCq({ max: 32 }))
+ * channel.events$.pipe(ackEvents(), rearm(), drainCq({ max: 32 }))
  *   .subscribe((batch) => { for (const wc of batch) settle(wc.wrId); });
  * ```
  *
@@ -52,7 +54,7 @@ export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): Operat
             try {
               batch = event.cq.poll(max);
             } catch (err) {
-              subscriber.error(err);
+              failOnEvent(event, err, subscriber);
               return;
             }
             if (batch.length === 0) return;

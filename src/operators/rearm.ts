@@ -1,4 +1,5 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { failOnEvent } from '../verbs/event-acks';
 import type { CqEvent } from '../verbs/interfaces';
 
 /** Options of {@link rearm}. */
@@ -23,11 +24,13 @@ export interface RearmOptions {
  * after it raises a new event. Never drain first and arm afterwards: a
  * completion in between would raise nothing and wait forever.
  *
- * If arming throws, the result errors with that error.
+ * If arming throws (an overrun or closed CQ), the result errors with that
+ * error; the event is acked all the same — by an `ackEvents()` before this
+ * operator, else here, before the error: nothing downstream would count it.
  *
  * ## Example
  * ```ts
- * channel.events$.pipe(rearm(), ackEvents({ every: 16 }), drainCq())
+ * channel.events$.pipe(ackEvents({ every: 16 }), rearm(), drainCq())
  *   .subscribe((batch) => handle(batch));
  * ```
  *
@@ -45,7 +48,7 @@ export function rearm<E extends CqEvent>(options: RearmOptions = {}): MonoTypeOp
           try {
             event.cq.requestNotify(solicitedOnly);
           } catch (err) {
-            subscriber.error(err);
+            failOnEvent(event, err, subscriber);
             return;
           }
           subscriber.next(event);

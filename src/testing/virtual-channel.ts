@@ -1,5 +1,6 @@
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { RingQueue } from '../observables/ring-queue';
+import { withAckMarks } from '../verbs/event-acks';
 import type { CqEvent } from '../verbs/interfaces';
 import type { VirtualCq } from './virtual-cq';
 
@@ -8,7 +9,8 @@ import type { VirtualCq } from './virtual-cq';
  * tests: CQs raise events on it (see {@link VirtualCq}); `events$` is a hot
  * source with the native channel's rules — it reads (delivers) events only
  * while there is demand; until then they stay pending in the channel,
- * counted, for a later subscriber or `events$.tryTake()`.
+ * counted, for a later subscriber or `events$.tryTake()`. Like the native
+ * one, it marks the events it delivers as owed an ack (see `ackEvents()`).
  */
 export class VirtualChannel {
   /** The channel's events, as the native `channel.events$`. */
@@ -21,7 +23,7 @@ export class VirtualChannel {
   /** @param options the `events$` buffer (as a native hot source's). */
   constructor(options?: HotSourceOptions<CqEvent<VirtualCq>>) {
     this.events$ = new HotSource<CqEvent<VirtualCq>>(
-      {
+      withAckMarks({
         start: () => {
           this.reading = true;
           this.deliver();
@@ -30,7 +32,7 @@ export class VirtualChannel {
           this.reading = false;
         },
         pull: () => this.read(),
-      },
+      }),
       options,
     );
   }

@@ -23,6 +23,8 @@ export interface VirtualCqOptions {
   cqe?: number;
   /** The user context its events carry. */
   context?: unknown;
+  /** Its name in `assertInvariants()` messages (default: `context` if a string, else `cq1`, `cq2`, ...). */
+  name?: string;
   /**
    * A hot marble of arriving completions, e.g. `'--a--(bc)--d'`, with
    * `values` saying what each letter is; a letter without a value is one
@@ -34,6 +36,23 @@ export interface VirtualCqOptions {
   values?: Record<string, VirtualCompletions>;
 }
 
+let cqCount = 0;
+
+/** A queued completion and the order it arrived in (to tell which were queued before an arm). */
+interface Queued {
+  readonly wc: VirtualWc & { wrId: number | bigint };
+  readonly seq: number;
+}
+
+/**
+ * ` at frame N` inside `TestScheduler.run`; nothing outside it, where
+ * `asyncScheduler.now()` is the wall clock and no frame at all.
+ */
+function atFrame(): string {
+  const now = asyncScheduler.now();
+  return Math.abs(now - Date.now()) < 60_000 ? '' : ` at frame ${now}`;
+}
+
 /**
  * A completion queue in virtual time, with the native semantics (DESIGN §2):
  * - `requestNotify()` arms once: the next completion added after it (for
@@ -43,6 +62,10 @@ export interface VirtualCqOptions {
  * - `ack(n)` acks events read from the channel; acking more throws.
  * - A completion arriving at a full CQ is an overrun: it is lost, and
  *   `poll`/`requestNotify` throw `CqOverrunError` from then on.
+ * - `close()` fails while events are unacked (native: `EBUSY`); afterwards
+ *   `requestNotify`/`poll`/`ack` throw (`EBADF`), and an event raised
+ *   before the close that is read after it needs no ack (destroying a CQ
+ *   discards its events).
  *
  * It records what the pipeline did: `arms$`/`acks$` for `expectArms` /
  * `expectAcks`, and rule violations for `assertInvariants()`.
@@ -51,8 +74,15 @@ export class VirtualCq implements CqLike {
   readonly cqe: number;
   readonly channel: VirtualChannel;
   readonly context: unknown;
-  private readonly queue = new RingQueue<VirtualWc>();
+  /** Its name in messages. */
+  readonly name: string;
+  private readonly queue = new RingQueue<Queued>();
   private armed: false | 'any' | 'solicited' = false;
+  /** Completions ever queued, and how many of them had been queued at the last arm. */
+  private queuedTotal = 0;
+  private queuedAtArm = 0;
+  private armedAt = '';
+  private isClosed = false;
   private nextWrId = 1;
   private raised = 0;
   private read = 0;
@@ -81,6 +111,8 @@ export class VirtualCq implements CqLike {
     this.cqe = cqe;
     this.channel = options.channel ?? new VirtualChannel();
     this.context = options.context;
+    cqCount++;
+    this.name = options.name ?? (typeof options.context === 'string' ? options.context : `cq${cqCount}`);
     if (options.completions !== undefined) {
       if (!helpers) throw new TypeError('a completions marble needs the TestScheduler.run helpers');
       helpers
@@ -117,20 +149,29 @@ export class VirtualCq implements CqLike {
     return this.overrun;
   }
 
+  /** True once closed. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
   requestNotify(solicitedOnly = false): void {
+    this.ensureOpen('requestNotify');
     if (this.overrun) throw new CqOverrunError('requestNotify on an overrun CQ', { cqe: this.cqe });
     this.armed = solicitedOnly ? 'solicited' : 'any';
+    this.queuedAtArm = this.queuedTotal;
+    this.armedAt = atFrame();
     this.armLog.next(solicitedOnly ? 's' : 'a');
   }
 
   poll(max = this.cqe): WcBatch {
+    this.ensureOpen('poll');
     if (this.overrun) throw new CqOverrunError('poll on an overrun CQ', { cqe: this.cqe });
     if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`poll: max must be an integer >= 1, got ${max}`);
     const taken: VirtualWc[] = [];
-    while (taken.length < max && this.queue.length > 0) taken.push(this.queue.shift()!);
+    while (taken.length < max && this.queue.length > 0) taken.push(this.queue.shift()!.wc);
     if (taken.length === 0 && !this.covered()) {
       this.violations.push(
-        `drained at frame ${asyncScheduler.now()} while not armed and with no event pending: ` +
+        `drained${atFrame()} while not armed and with no event pending: ` +
           'a completion arriving now would raise no event (arm before the final poll)',
       );
     }
@@ -138,6 +179,7 @@ export class VirtualCq implements CqLike {
   }
 
   ack(n: number): void {
+    this.ensureOpen('ack');
     if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`ack: n must be an integer >= 1, got ${n}`);
     if (this.acked + n > this.read) {
       throw new Error(`ack(${n}): only ${this.read - this.acked} events read from the channel are unacked`);
@@ -146,17 +188,32 @@ export class VirtualCq implements CqLike {
     this.ackLog.next(n);
   }
 
+  /**
+   * Destroys the CQ. Fails, as the native one does (`EBUSY`), while events
+   * read from the channel are unacked. Idempotent.
+   */
+  close(): void {
+    if (this.isClosed) return;
+    if (this.unacked > 0) {
+      throw Object.assign(new Error(`cannot close CQ '${this.name}': ${this.unacked} event(s) read from the channel are not acked`), {
+        code: 'EBUSY',
+      });
+    }
+    this.isClosed = true;
+    this.armed = false;
+  }
+
   /** Adds completions as the device would: each may fire the arm. */
   addCompletions(...wcs: VirtualWc[]): void {
     for (const wc of wcs) {
-      if (this.overrun) return;
+      if (this.overrun || this.isClosed) return;
       if (this.queue.length >= this.cqe) {
         this.overrun = true;
-        this.violations.push(`overrun at frame ${asyncScheduler.now()}: a completion arrived at a full CQ (cqe ${this.cqe})`);
+        this.violations.push(`overrun${atFrame()}: a completion arrived at a full CQ (cqe ${this.cqe})`);
         return;
       }
       const complete = { ...wc, wrId: wc.wrId ?? this.nextWrId++ };
-      this.queue.push(complete);
+      this.queue.push({ wc: complete, seq: ++this.queuedTotal });
       const fires = this.armed === 'any' || (this.armed === 'solicited' && (wc.solicited || (wc.status ?? 0) !== 0));
       if (fires) {
         this.armed = false;
@@ -171,28 +228,70 @@ export class VirtualCq implements CqLike {
   }
 
   /**
-   * Throws an Error listing every broken rule: events read but not acked,
-   * drains of an unarmed CQ with no event pending (it then waits forever),
-   * completions stranded with no event to fetch them, overruns. Call it
-   * after `TestScheduler.run()` returns (or after `helpers.flush()`).
+   * Throws an Error, naming the CQ, listing every broken rule:
+   * - events read from the channel and not acked. An `ackEvents()`
+   *   subscription that is still live holds up to `every - 1` events per CQ
+   *   in its batch (it acks them when it ends): assert after unsubscribing
+   *   or completing, or those show here too, as the message says;
+   * - drains of an unarmed CQ with no event pending (it then waits forever);
+   * - stranded completions, by wr_id: queued with no event on its way to
+   *   fetch them — either queued before the last arm and not polled since
+   *   (arming fires only for completions that arrive after it: poll until
+   *   empty after arming), or queued while the CQ is not armed;
+   * - overruns.
+   * Call it after `TestScheduler.run()` returns (or after `helpers.flush()`).
    */
   assertInvariants(): void {
     const problems = [...this.violations];
-    if (this.unacked > 0) problems.push(`${this.unacked} event(s) read from the channel were never acked`);
-    if (this.queue.length > 0 && !this.covered()) {
-      problems.push(`${this.queue.length} completion(s) stranded: queued with no event pending to fetch them`);
+    if (this.unacked > 0) {
+      problems.push(
+        `${this.unacked} event(s) read from the channel were never acked ` +
+          '(a live ackEvents() subscription holds its batch until it ends: assert after unsubscribing or completing)',
+      );
     }
-    if (problems.length > 0) throw new Error(`VirtualCq invariants broken:\n- ${problems.join('\n- ')}`);
+    const stranded = this.stranded();
+    if (stranded) problems.push(stranded);
+    if (problems.length > 0) throw new Error(`VirtualCq '${this.name}' invariants broken:\n- ${problems.join('\n- ')}`);
   }
 
   /** @internal The channel tells its CQ when one of its events was read. */
   noteEventRead(): void {
-    this.read++;
+    if (!this.isClosed) this.read++; // a destroyed CQ's events need no ack
+  }
+
+  /** Completions no event will come for, described; `undefined` if none. */
+  private stranded(): string | undefined {
+    if (this.isClosed || this.queue.length === 0 || this.eventOnItsWay()) return undefined;
+    const queued = this.queue.toArray();
+    const ids = (list: Queued[]) => list.map((q) => String(q.wc.wrId)).join(', ');
+    const beforeArm = queued.filter((q) => q.seq <= this.queuedAtArm);
+    if (this.armed !== false) {
+      return (
+        `${queued.length} completion(s) stranded on CQ '${this.name}' (wr_id ${ids(beforeArm)}): ` +
+        `queued before the last arm${this.armedAt} and not polled since; the arm fires only for new completions, ` +
+        'so no event will come for them (poll until empty after arming)'
+      );
+    }
+    return (
+      `${queued.length} completion(s) stranded on CQ '${this.name}' (wr_id ${ids(queued)}): ` +
+      'queued while the CQ is not armed and no event is pending to fetch them (arm, then poll until empty)'
+    );
+  }
+
+  private ensureOpen(verb: string): void {
+    if (this.isClosed) {
+      throw Object.assign(new Error(`${verb} on closed CQ '${this.name}'`), { code: 'EBADF' });
+    }
   }
 
   /** Whether a completion arriving now would lead to a poll: armed, or an event is still on its way. */
   private covered(): boolean {
-    return this.armed !== false || this.raised > this.read || this.channel.events$.pending > 0;
+    return this.armed !== false || this.eventOnItsWay();
+  }
+
+  /** An event raised and not yet read, or read and still buffered by `events$`: someone will poll. */
+  private eventOnItsWay(): boolean {
+    return this.raised > this.read || this.channel.events$.pending > 0;
   }
 
   private raise(): void {
@@ -226,7 +325,7 @@ export class VirtualCq implements CqLike {
  * testScheduler.run((helpers) => {
  *   const cq = virtualCq(helpers, { completions: '--a--b', values: { a: { wrId: 1 }, b: { wrId: 2 } } });
  *   cq.requestNotify();
- *   const out$ = cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq());
+ *   const out$ = cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq());
  *   helpers.expectObservable(out$.pipe(map(wrIdsOf))).toBe('--x--y', { x: [1], y: [2] });
  *   expectArms(helpers, cq, 'a-a--a');
  * });

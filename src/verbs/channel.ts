@@ -1,5 +1,6 @@
 import type { NativeCq, NativeChannel } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { withAckMarks } from './event-acks';
 import type { Context } from './context';
 import type { Cq } from './cq';
 import type { CqEvent } from './interfaces';
@@ -69,12 +70,19 @@ export class CompletionChannel {
    * The hot, multicast stream of CQ events. It reads nothing while nothing
    * subscribes (events stay pending in the channel); `tryTake()` reads one.
    * Options apply on first use only.
+   *
+   * Every event must be acked once (`ackEvents()`, or `event.cq.ack(1)`).
+   * Each event it delivers to push subscribers is marked as owed an ack, so
+   * that the operators ack it exactly once in any order: `ackEvents()` takes
+   * it over, and `rearm()` / `drainCq()` ack an event they fail on before
+   * `ackEvents()` saw it. Events taken with `tryTake()` or `for await` are
+   * the taker's to ack.
    */
   events(options?: HotSourceOptions<CqEvent<Cq>>): HotSource<CqEvent<Cq>> {
     if (this.source) return this.source;
     let retained = false;
     this.source = new HotSource<CqEvent<Cq>>(
-      {
+      withAckMarks({
         start: () => {
           if (this.native.closed) return;
           this.retain();
@@ -86,7 +94,7 @@ export class CompletionChannel {
           this.release();
         },
         pull: () => (this.native.closed ? undefined : this.tryGetEvent()),
-      },
+      }),
       options,
     );
     return this.source;

@@ -135,7 +135,15 @@ export class Cq implements CqLike {
         },
         pull: () => {
           if (this.native.closed) return undefined;
-          const batch = this.poll(this.pollMax);
+          let batch: WcBatch;
+          try {
+            batch = this.poll(this.pollMax);
+          } catch (err) {
+            // A poll that fails (overrun, dead device) fails the source, typed and sticky.
+            const failure = this.failureFor(err as Error);
+            this.fail(failure);
+            throw failure;
+          }
           return batch.length > 0 ? batch : undefined;
         },
       },

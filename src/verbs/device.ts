@@ -1,5 +1,6 @@
 import { binding, NativeDeviceInfo } from '../native/binding';
 import { Context } from './context';
+import { copyOptions, describe } from './validate';
 
 /** A device as listed by {@link listDevices}. */
 export type DeviceInfo = NativeDeviceInfo;
@@ -19,6 +20,8 @@ export interface SoftDeviceOptions {
   /** Most inline bytes per send (default 256). */
   maxInline?: number;
 }
+
+const SOFT_DEVICE_KEYS = ['name', 'ports', 'maxCqe', 'maxQpWr', 'maxSge', 'maxInline'] as const;
 
 /**
  * Lists RDMA devices: real ones through rdma-core (none where it is absent),
@@ -55,7 +58,8 @@ export function defaultDeviceName(): string {
  * @throws Error with code `EEXIST` when the name is taken.
  */
 export function createSoftDevice(options: SoftDeviceOptions): void {
-  binding().createSoftDevice(options);
+  if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
+  binding().createSoftDevice(copyOptions(options, SOFT_DEVICE_KEYS, 'options'));
 }
 
 /** Whether this build includes the rdma-core (ibverbs) provider. */

@@ -42,8 +42,9 @@ export interface CqEvent<C extends CqLike = CqLike> {
 export interface Takeable<T> {
   /**
    * Removes and returns one item if one is available, else `undefined`.
-   * Never blocks and never waits for the event loop. Throws the source's
-   * terminal error once it has failed.
+   * Never blocks and never waits for the event loop. Once the source has
+   * failed, it still returns what was buffered before the failure, in
+   * order, then throws the source's terminal error.
    */
   tryTake(): T | undefined;
   /** How many items `tryTake()` could take right now without polling. */

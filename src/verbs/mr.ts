@@ -4,13 +4,15 @@ import type { Pd } from './pd';
 
 /**
  * A registered memory region (`ibv_mr`): the buffer a device may read and
- * write. It keeps the buffer alive until closed; closing revokes its keys at
- * once (later accesses complete with protection errors).
+ * write. It holds the memory until closed, whatever happens to the buffer's
+ * JS objects; closing revokes its keys at once (later accesses complete with
+ * protection errors). From {@link Pd.registerMemory} or {@link Pd.allocMemory};
+ * see the README's "Registered memory" for what a detached buffer does.
  */
 export class Mr {
   /** @internal */
   readonly native: NativeMr;
-  /** The registered memory. */
+  /** The registered memory (a view: empty once its ArrayBuffer was detached). */
   readonly buffer: Buffer;
   /** The PD it belongs to. */
   readonly pd: Pd;

@@ -5,7 +5,7 @@ import { Cq } from './cq';
 import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
-import { describe, optBool } from './validate';
+import { copyOptions, describe, optBool } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
@@ -17,6 +17,9 @@ export interface CreateQpOptions {
   /** Every send produces a completion, whatever its `signaled` says. */
   sqSigAll?: boolean;
 }
+
+const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll'] as const;
+const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxInlineData'] as const;
 
 /**
  * A protection domain (`ibv_pd`): memory registered in it is reachable only
@@ -41,16 +44,31 @@ export class Pd {
   }
 
   /**
-   * Registers memory (`ibv_reg_mr`). The region keeps `buffer` alive until it
-   * is closed. Do not transfer (detach) the underlying ArrayBuffer — e.g. by
-   * `postMessage` with a transfer list or `structuredClone` — while it is
-   * registered: the device may still write to it, and Node-API offers no way
-   * to forbid the detach.
-   * @param buffer the memory: a Buffer, typed array, DataView or ArrayBuffer.
+   * Registers memory (`ibv_reg_mr`). The region holds the memory until it is
+   * closed, whatever happens to `buffer`'s JS objects (it keeps V8's backing
+   * store, so the memory is never freed or reused under the device).
+   *
+   * Registering a user buffer is for buffers that stay put. A resizable
+   * `ArrayBuffer` or growable `SharedArrayBuffer` (or a view on one) is
+   * refused with a `TypeError`: a resize can decommit or move its pages.
+   * If the `ArrayBuffer` is detached while registered (transferred with
+   * `postMessage`/`structuredClone`, `ArrayBuffer.prototype.transfer`), the
+   * region is dead: posting a work request whose scatter/gather list names
+   * it fails with `EFAULT` (`err.badWr`), and a work request that reaches it
+   * by rkey completes with a protection error (`REM_ACCESS_ERR`, or
+   * `LOC_PROT_ERR` for a local entry) on `soft` devices. What this cannot
+   * guard is listed in the README ("Registered memory"): on real hardware a
+   * detached region is still registered with the NIC, and a peer's RDMA
+   * WRITE still lands in it (in memory this region keeps, never in anyone
+   * else's). Prefer {@link Pd.allocMemory} for memory that JS code may pass
+   * around.
+   * @param buffer the memory: a Buffer, typed array, DataView or fixed-length ArrayBuffer.
    * @param options `access`: flag names, default `['LOCAL_WRITE']`; remote write needs local write.
+   * @throws TypeError for a resizable, growable or detached buffer; RangeError for an empty one.
    */
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, options?: { access?: readonly AccessFlag[] }): Mr {
-    const access = accessBits(options?.access ?? ['LOCAL_WRITE']);
+    const { access: names } = copyOptions(options, ['access'], 'options');
+    const access = accessBits(names ?? ['LOCAL_WRITE']);
     const native = this.native.registerMemory(buffer, access);
     const view = ArrayBuffer.isView(buffer)
       ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength)
@@ -58,19 +76,43 @@ export class Pd {
     return this.children.add(new Mr(native, this, view));
   }
 
+  /**
+   * Allocates `size` zeroed bytes of page-aligned memory owned by the
+   * library and registers them: the safe way to get memory for RDMA. The
+   * memory lives until the region is closed *and* its JS handle is gone,
+   * whatever JS does with the handle meanwhile: `mr.buffer` may be
+   * transferred to a worker or collected and the region keeps working (a
+   * transfer moves the view, not the memory; the device and the new owner
+   * then share it). Memory is rounded up to whole pages (not shared with
+   * any other allocation, so it is safe to fork and to register on any
+   * NIC); `mr.length` is `size`.
+   * @example
+   * ```ts
+   * const mr = pd.allocMemory(1 << 20, { access: ['LOCAL_WRITE', 'REMOTE_WRITE'] });
+   * mr.buffer.write('hello');
+   * ```
+   * @param size bytes, an integer from 1 to 2^32.
+   * @param options `access`: flag names, default `['LOCAL_WRITE']`.
+   */
+  allocMemory(size: number, options?: { access?: readonly AccessFlag[] }): Mr {
+    if (typeof size !== 'number') throw new TypeError(`size must be a number of bytes, got ${describe(size)}`);
+    const access = accessBits(options?.access ?? ['LOCAL_WRITE']);
+    const { mr, buffer } = this.native.allocMemory(size, access);
+    return this.children.add(new Mr(mr, this, Buffer.from(buffer)));
+  }
+
   /** Creates a queue pair (`ibv_create_qp`, RC). */
   createQp(options: CreateQpOptions): Qp {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
-    if ((options.type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(options.type)}`);
-    if (!(options.sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
-    if (!(options.recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
-    const native = this.native.createQp(
-      options.sendCq.native,
-      options.recvCq.native,
-      options.cap ?? {},
-      optBool(options.sqSigAll, 'sqSigAll', false),
-    );
-    return this.children.add(new Qp(native, this, options.sendCq, options.recvCq));
+    // Each field read once, into plain values, before anything native runs.
+    const { type, sendCq, recvCq, cap, sqSigAll } = copyOptions(options, CREATE_QP_KEYS, 'options');
+    if ((type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(type)}`);
+    if (!(sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
+    if (!(recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
+    const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
+    const sigAll = optBool(sqSigAll, 'sqSigAll', false);
+    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll);
+    return this.children.add(new Qp(native, this, sendCq, recvCq));
   }
 
   /** Closes its QPs and MRs (newest first), then deallocates (`ibv_dealloc_pd`). Idempotent. */

@@ -3,7 +3,7 @@ import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from './constants';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
 import { accessBits } from './pd';
-import { optInt, checkInt, checkObject } from './validate';
+import { optInt, checkInt, checkObject, copyOptions } from './validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
 
 /** QP capacities asked for at creation. */
@@ -64,6 +64,9 @@ const M = {
 
 const encoder = new WrEncoder();
 
+const CONNECT_KEYS = ['port', 'gidIndex', 'mtu', 'access', 'rnrRetry', 'retryCnt', 'timeout', 'minRnrTimer', 'sl'] as const;
+const ENDPOINT_KEYS = ['qpNum', 'lid', 'gid', 'psn', 'port'] as const;
+
 /**
  * A reliable-connected queue pair (`ibv_qp`, RC). Connect it with
  * {@link Qp.connect} (INIT -> RTR -> RTS) using the peer's
@@ -111,29 +114,34 @@ export class Qp {
 
   /** This QP's side of the connection exchange. */
   endpoint(options?: { port?: number; gidIndex?: number }): Endpoint {
-    const port = optInt(options?.port, 'port', 1, 255, 1);
+    const { port: rawPort, gidIndex } = copyOptions(options, ['port', 'gidIndex'], 'options');
+    const port = optInt(rawPort, 'port', 1, 255, 1);
     const ctx = this.pd.context;
     const attr = ctx.queryPort(port);
-    const gid = options?.gidIndex === undefined ? undefined : ctx.queryGid(port, options.gidIndex);
+    const gid = gidIndex === undefined ? undefined : ctx.queryGid(port, gidIndex);
     return { qpNum: this.qpNum, lid: attr.lid, gid, psn: this.psn, port };
   }
 
   /** RESET -> INIT. */
   toInit(options?: { port?: number; access?: readonly AccessFlag[] }): void {
+    const { port, access } = copyOptions(options, ['port', 'access'], 'options');
     this.native.modify(
       {
         qpState: 1,
         pkeyIndex: 0,
-        portNum: optInt(options?.port, 'port', 1, 255, 1),
-        accessFlags: accessBits(options?.access ?? ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ']),
+        portNum: optInt(port, 'port', 1, 255, 1),
+        accessFlags: accessBits(access ?? ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ']),
       },
       M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS,
     );
   }
 
   /** INIT -> RTR, towards `remote`. */
-  toRtr(remote: Endpoint, options?: ConnectOptions): void {
-    checkObject(remote, 'remote endpoint');
+  toRtr(remoteEndpoint: Endpoint, connectOptions?: ConnectOptions): void {
+    checkObject(remoteEndpoint, 'remote endpoint');
+    // Read once, into plain values, before anything native runs.
+    const remote = copyOptions(remoteEndpoint, ENDPOINT_KEYS, 'remote endpoint');
+    const options = copyOptions(connectOptions, CONNECT_KEYS, 'options');
     const port = optInt(options?.port, 'port', 1, 255, 1);
     const mtu = optInt(options?.mtu, 'mtu', 256, 4096, 1024);
     const mtuCode = MTU_BYTES.indexOf(mtu as (typeof MTU_BYTES)[number]);
@@ -163,7 +171,8 @@ export class Qp {
   }
 
   /** RTR -> RTS. */
-  toRts(options?: ConnectOptions): void {
+  toRts(connectOptions?: ConnectOptions): void {
+    const options = copyOptions(connectOptions, CONNECT_KEYS, 'options');
     this.native.modify(
       {
         qpState: 3,
@@ -178,8 +187,11 @@ export class Qp {
   }
 
   /** INIT -> RTR -> RTS towards `remote` (from RESET). */
-  connect(remote: Endpoint, options?: ConnectOptions): void {
-    if (this.state === 'RESET') this.toInit({ port: options?.port, access: options?.access });
+  connect(remoteEndpoint: Endpoint, connectOptions?: ConnectOptions): void {
+    checkObject(remoteEndpoint, 'remote endpoint');
+    const remote = copyOptions(remoteEndpoint, ENDPOINT_KEYS, 'remote endpoint');
+    const options = copyOptions(connectOptions, CONNECT_KEYS, 'options');
+    if (this.state === 'RESET') this.toInit({ port: options.port, access: options.access });
     this.toRtr(remote, options);
     this.toRts(options);
   }
@@ -195,16 +207,16 @@ export class Qp {
    * `ENOMEM` and `err.badWr` says which WR was not posted.
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
-    const list = Array.isArray(wr) ? wr : [wr as SendWr];
-    if (list.length === 0) return;
-    this.native.postSend(encoder.encodeSend(list), list.length);
+    const { bytes, count } = encoder.encodeSend(Array.isArray(wr) ? wr : [wr as SendWr]);
+    if (count === 0) return;
+    this.native.postSend(bytes, count);
   }
 
   /** Posts one or more receive work requests (`ibv_post_recv`). */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    const list = Array.isArray(wr) ? wr : [wr as RecvWr];
-    if (list.length === 0) return;
-    this.native.postRecv(encoder.encodeRecv(list), list.length);
+    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    if (count === 0) return;
+    this.native.postRecv(bytes, count);
   }
 
   /** Destroys the QP (`ibv_destroy_qp`). Idempotent. */

@@ -50,3 +50,21 @@ export function describe(value: unknown): string {
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
   return typeof value === 'object' ? 'an object' : typeof value;
 }
+
+/**
+ * Copies the named fields of an options object into a fresh plain object,
+ * reading each exactly once. Whatever getters (or Proxy traps) the caller's
+ * object has run here, in TS, and never again: the addon only ever sees
+ * plain data that cannot change or call back while it works.
+ * `undefined` and `null` give an empty object.
+ */
+export function copyOptions<T extends object, K extends keyof T>(value: T | null | undefined, keys: readonly K[], what: string): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  if (value === undefined || value === null) return out;
+  checkObject(value, what);
+  for (const key of keys) {
+    const v = value[key];
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
+}

@@ -45,7 +45,15 @@ export interface WorkCompletion {
 export class WcBatch {
   /** Number of completions in the batch. */
   readonly length: number;
-  /** The underlying buffer (see the class comment for its layout); often shared with other batches. */
+  /**
+   * The underlying buffer (see the class comment for its layout). A batch
+   * from the addon views a region of its CQ's own slab: the buffer may hold
+   * earlier (and, until the next batch is made, later) completions of the
+   * same CQ, never another CQ's. Transferring or detaching it affects only
+   * batches of that CQ already delivered; the addon then starts a new slab.
+   * A batch made in JS ({@link WcBatch.concat}, `slice`, `filter`, `from`)
+   * owns its buffer.
+   */
   readonly buffer: ArrayBuffer;
   /** Where this batch starts in `buffer` (a multiple of 8). */
   readonly byteOffset: number;
@@ -144,9 +152,9 @@ export class WcBatch {
     return this.wrIdWords[2 * i];
   }
 
-  /** The empty batch (shared: there is nothing in it to change). */
+  /** The empty batch (shared: there is nothing in it to change, and its buffer cannot be detached). */
   static empty(): WcBatch {
-    return EMPTY;
+    return EMPTY ?? new WcBatch(new ArrayBuffer(0), 0);
   }
 
   /**
@@ -274,23 +282,32 @@ export interface WorkCompletionInit {
   vendorErr: number;
 }
 
-const EMPTY = new WcBatch(new ArrayBuffer(0), 0);
+// Every empty batch shares one buffer, so it must be one JS cannot detach:
+// views over a detached buffer cannot be made, and a consumer transferring
+// it would break every later empty batch of every CQ. A WebAssembly
+// memory's buffer is such a buffer (0 pages, never grown). Without
+// WebAssembly (node --jitless) each empty batch gets a buffer of its own.
+// The shared object itself is frozen, its column views made first, so no
+// consumer can change what the others see (say, its length).
+const EMPTY: WcBatch | undefined = (() => {
+  const wasm = (globalThis as { WebAssembly?: { Memory: new (d: { initial: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
+  if (!wasm) return undefined;
+  const empty = new WcBatch(new wasm.Memory({ initial: 0 }).buffer, 0);
+  const columns = [empty.wrId, empty.wrIdWords, empty.status, empty.opcode, empty.byteLen, empty.imm, empty.qpNum, empty.srcQp, empty.flags, empty.vendorErr];
+  for (const c of columns) Object.freeze(c);
+  Object.freeze((empty as unknown as { views: unknown[] }).views);
+  Object.freeze(empty);
+  return empty;
+})();
 
-// Batches made in JS (concat, slice, from) are carved from shared slabs as
-// the addon's are: an ArrayBuffer per batch would cost more than the copy.
-const SLAB_BYTES = 128 * 1024;
-let slab = new ArrayBuffer(SLAB_BYTES);
-let slabUsed = 0;
-
-/** Fresh, zeroed room for `n` completions (never handed out twice). */
+/**
+ * Fresh, zeroed room for `n` completions, in a buffer of its own. Not carved
+ * from a shared slab (the addon's per-CQ slabs are what keeps the fast path
+ * cheap): a batch made in JS may merge several CQs' completions, and a
+ * shared slab would let its consumer read, rewrite or detach batches handed
+ * to other consumers.
+ */
 function allocate(n: number): { buffer: ArrayBuffer; byteOffset: number } {
-  const bytes = n * WC_BYTES;
-  if (bytes > SLAB_BYTES / 4) return { buffer: new ArrayBuffer(bytes), byteOffset: 0 };
-  if (SLAB_BYTES - slabUsed < bytes) {
-    slab = new ArrayBuffer(SLAB_BYTES);
-    slabUsed = 0;
-  }
-  const byteOffset = slabUsed;
-  slabUsed += (bytes + 7) & ~7;
-  return { buffer: slab, byteOffset };
+  if (n === 0) return { buffer: WcBatch.empty().buffer, byteOffset: 0 };
+  return { buffer: new ArrayBuffer(n * WC_BYTES), byteOffset: 0 };
 }

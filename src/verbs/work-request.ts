@@ -61,72 +61,69 @@ const FLAG_SIGNALED = 2;
 const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
 
+/** A send WR read once into plain values (see {@link WrEncoder}). */
+interface ResolvedSend {
+  wrId: bigint;
+  remoteAddr: bigint;
+  opcode: number;
+  flags: number;
+  imm: number;
+  rkey: number;
+  sges: ResolvedSge[];
+}
+
+/** A receive WR read once into plain values. */
+interface ResolvedRecv {
+  wrId: bigint;
+  sges: ResolvedSge[];
+}
+
 /**
  * Packs work requests into the addon's wire form (see src/native/wr_codec.h),
  * validating every field first so the native side sees only sane values and
  * nothing is posted if any request is malformed. One buffer, reused.
+ *
+ * Two passes: every field of every request is read exactly once into plain
+ * values (user getters run here, and may even post on another QP), and only
+ * then is the shared buffer written, with no user code running, so a nested
+ * post cannot overwrite a half-packed batch.
  */
 export class WrEncoder {
   private buf = new ArrayBuffer(4096);
   private view = new DataView(this.buf);
 
-  /** Packs send WRs; returns the bytes to hand to `postSend`. */
-  encodeSend(wrs: readonly SendWr[]): Uint8Array {
+  /** Packs send WRs; returns the bytes to hand to `postSend` and how many WRs they hold. */
+  encodeSend(wrs: readonly SendWr[]): { bytes: Uint8Array; count: number } {
+    const list = Array.from(wrs, readSend);
     let at = 0;
-    wrs.forEach((wr, i) => {
-      const where = `wr[${i}]`;
-      checkObject(wr, where);
-      const wrId = checkU64(wr.wrId, `${where}.wrId`);
-      const opcodeName = wr.opcode ?? 'SEND';
-      const opcode = WR_OPCODES[opcodeName as WrOpcode];
-      if (opcode === undefined) {
-        throw new RangeError(`${where}.opcode must be one of ${Object.keys(WR_OPCODES).join(', ')}, got ${describe(wr.opcode)}`);
-      }
-      const sges = normaliseSg(wr.sg, `${where}.sg`);
-      let flags = 0;
-      if (optBool(wr.signaled, `${where}.signaled`, true)) flags |= FLAG_SIGNALED;
-      if (optBool(wr.solicited, `${where}.solicited`, false)) flags |= FLAG_SOLICITED;
-      if (optBool(wr.inline, `${where}.inline`, false)) flags |= FLAG_INLINE;
-      const needsImm = opcodeName === 'SEND_WITH_IMM' || opcodeName === 'RDMA_WRITE_WITH_IMM';
-      const imm = wr.imm === undefined ? 0 : checkInt(wr.imm, `${where}.imm`, 0, 0xffffffff);
-      if (needsImm && wr.imm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
-      let remoteAddr = 0n;
-      let rkey = 0;
-      if (opcodeName.startsWith('RDMA_')) {
-        const remote = checkObject(wr.remote, `${where}.remote (required for ${opcodeName})`);
-        remoteAddr = checkU64(remote.addr, `${where}.remote.addr`);
-        rkey = checkInt(remote.rkey, `${where}.remote.rkey`, 0, 0xffffffff);
-      }
-      this.reserve(at + SEND_HEADER + sges.length * SGE_BYTES);
+    for (const wr of list) {
+      this.reserve(at + SEND_HEADER + wr.sges.length * SGE_BYTES);
       const v = this.view;
-      v.setBigUint64(at, wrId, true);
-      v.setBigUint64(at + 8, remoteAddr, true);
-      v.setUint32(at + 16, opcode, true);
-      v.setUint32(at + 20, flags, true);
-      v.setUint32(at + 24, imm, true);
-      v.setUint32(at + 28, rkey, true);
-      v.setUint32(at + 32, sges.length, true);
+      v.setBigUint64(at, wr.wrId, true);
+      v.setBigUint64(at + 8, wr.remoteAddr, true);
+      v.setUint32(at + 16, wr.opcode, true);
+      v.setUint32(at + 20, wr.flags, true);
+      v.setUint32(at + 24, wr.imm, true);
+      v.setUint32(at + 28, wr.rkey, true);
+      v.setUint32(at + 32, wr.sges.length, true);
       v.setUint32(at + 36, 0, true);
-      at = this.writeSges(at + SEND_HEADER, sges);
-    });
-    return new Uint8Array(this.buf, 0, at);
+      at = this.writeSges(at + SEND_HEADER, wr.sges);
+    }
+    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
   }
 
-  /** Packs receive WRs; returns the bytes to hand to `postRecv`. */
-  encodeRecv(wrs: readonly RecvWr[]): Uint8Array {
+  /** Packs receive WRs; returns the bytes to hand to `postRecv` and how many WRs they hold. */
+  encodeRecv(wrs: readonly RecvWr[]): { bytes: Uint8Array; count: number } {
+    const list = Array.from(wrs, readRecv);
     let at = 0;
-    wrs.forEach((wr, i) => {
-      const where = `wr[${i}]`;
-      checkObject(wr, where);
-      const wrId = checkU64(wr.wrId, `${where}.wrId`);
-      const sges = normaliseSg(wr.sg, `${where}.sg`);
-      this.reserve(at + RECV_HEADER + sges.length * SGE_BYTES);
-      this.view.setBigUint64(at, wrId, true);
-      this.view.setUint32(at + 8, sges.length, true);
+    for (const wr of list) {
+      this.reserve(at + RECV_HEADER + wr.sges.length * SGE_BYTES);
+      this.view.setBigUint64(at, wr.wrId, true);
+      this.view.setUint32(at + 8, wr.sges.length, true);
       this.view.setUint32(at + 12, 0, true);
-      at = this.writeSges(at + RECV_HEADER, sges);
-    });
-    return new Uint8Array(this.buf, 0, at);
+      at = this.writeSges(at + RECV_HEADER, wr.sges);
+    }
+    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
   }
 
   private writeSges(at: number, sges: ResolvedSge[]): number {
@@ -148,6 +145,42 @@ export class WrEncoder {
   }
 }
 
+function readSend(wr: SendWr, i: number): ResolvedSend {
+  const where = `wr[${i}]`;
+  checkObject(wr, where);
+  const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote } = wr;
+  const wrId = checkU64(rawId, `${where}.wrId`);
+  const opcodeName = rawOpcode ?? 'SEND';
+  const opcode = WR_OPCODES[opcodeName as WrOpcode];
+  if (opcode === undefined) {
+    throw new RangeError(`${where}.opcode must be one of ${Object.keys(WR_OPCODES).join(', ')}, got ${describe(rawOpcode)}`);
+  }
+  const sges = normaliseSg(sg, `${where}.sg`);
+  let flags = 0;
+  if (optBool(signaled, `${where}.signaled`, true)) flags |= FLAG_SIGNALED;
+  if (optBool(solicited, `${where}.solicited`, false)) flags |= FLAG_SOLICITED;
+  if (optBool(inline, `${where}.inline`, false)) flags |= FLAG_INLINE;
+  const needsImm = opcodeName === 'SEND_WITH_IMM' || opcodeName === 'RDMA_WRITE_WITH_IMM';
+  const imm = rawImm === undefined ? 0 : checkInt(rawImm, `${where}.imm`, 0, 0xffffffff);
+  if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
+  let remoteAddr = 0n;
+  let rkey = 0;
+  if (opcodeName.startsWith('RDMA_')) {
+    const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
+    const { addr, rkey: rawRkey } = remote;
+    remoteAddr = checkU64(addr, `${where}.remote.addr`);
+    rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
+  }
+  return { wrId, remoteAddr, opcode, flags, imm, rkey, sges };
+}
+
+function readRecv(wr: RecvWr, i: number): ResolvedRecv {
+  const where = `wr[${i}]`;
+  checkObject(wr, where);
+  const { wrId: rawId, sg } = wr;
+  return { wrId: checkU64(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
+}
+
 interface ResolvedSge {
   addr: bigint;
   length: number;
@@ -156,28 +189,31 @@ interface ResolvedSge {
 
 function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string): ResolvedSge[] {
   if (sg === undefined) throw new TypeError(`${where} is required: { mr, offset, length } or an array of them`);
-  const list = Array.isArray(sg) ? sg : [sg];
+  const many = Array.isArray(sg);
+  // A copy: the caller's array is read once, whatever its getters do.
+  const list = many ? Array.from(sg) : [sg];
   if (list.length > 64) throw new RangeError(`${where} has ${list.length} entries; at most 64`);
   return list.map((entry, k) => {
-    const at = Array.isArray(sg) ? `${where}[${k}]` : where;
+    const at = many ? `${where}[${k}]` : where;
     checkObject(entry, at);
     if (isRawSge(entry)) {
+      const { addr, length, lkey } = entry;
       return {
-        addr: checkU64(entry.addr, `${at}.addr`),
-        length: checkInt(entry.length, `${at}.length`, 0, 0xffffffff),
-        lkey: checkInt(entry.lkey, `${at}.lkey`, 0, 0xffffffff),
+        addr: checkU64(addr, `${at}.addr`),
+        length: checkInt(length, `${at}.length`, 0, 0xffffffff),
+        lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
       };
     }
-    if (!(entry.mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory()`);
-    const mr = entry.mr;
+    const { mr, offset: rawOffset, length: rawLength } = entry;
+    if (!(mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory() or pd.allocMemory()`);
     if (mr.closed) {
       const err = new Error(`${at}.mr is deregistered`) as Error & { code: string };
       err.code = 'EBADF';
       throw err;
     }
-    const offset = entry.offset === undefined ? 0 : checkInt(entry.offset, `${at}.offset`, 0, mr.length);
+    const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, `${at}.offset`, 0, mr.length);
     const length =
-      entry.length === undefined ? mr.length - offset : checkInt(entry.length, `${at}.length`, 0, 0xffffffff);
+      rawLength === undefined ? mr.length - offset : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
     if (offset + length > mr.length) {
       throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
     }

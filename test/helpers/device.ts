@@ -4,6 +4,7 @@
  * soft device here and on `rxe0` inside the VM.
  */
 import { Context, CompletionChannel, Cq, Mr, Pd, Qp, openDevice, WcBatch, ConnectOptions, QpCapOptions } from '../../src';
+import { scaled } from './slow';
 
 /** The device the native tests run against. */
 export const TEST_DEVICE = process.env.RX_VERBS_TEST_DEVICE ?? 'soft0';
@@ -54,11 +55,14 @@ export function makePair(options: PairOptions = {}): Pair {
   return { ctx, channel, pd, cqA, cqB, a, b, close: () => ctx.close() };
 }
 
-/** Polls `cq` (busy, with event-loop turns) until `n` completions arrived or `ms` passed. */
+/**
+ * Polls `cq` (busy, with event-loop turns) until `n` completions arrived or
+ * `ms` (scaled by the slow-machine factor) passed.
+ */
 export async function pollN(cq: Cq, n: number, ms = 5000): Promise<WcBatch> {
   const batches: WcBatch[] = [];
   let got = 0;
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + scaled(ms);
   while (got < n) {
     const b = cq.poll(Math.min(256, n - got));
     if (b.length > 0) {
@@ -72,9 +76,12 @@ export async function pollN(cq: Cq, n: number, ms = 5000): Promise<WcBatch> {
   return WcBatch.concat(batches);
 }
 
-/** Waits until `cond()` or `ms` pass; returns whether it held. */
+/**
+ * Waits until `cond()` holds, giving up after `ms` (scaled by the
+ * slow-machine factor: a deadline, never a measure); returns whether it held.
+ */
 export async function waitFor(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + scaled(ms);
   while (!cond()) {
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 1));

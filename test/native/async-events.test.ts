@@ -1,6 +1,6 @@
 import { firstValueFrom, filter, timeout } from 'rxjs';
 import { createSoftDevice, openDevice, AsyncEvent, Context } from '../../src';
-import { makePair, region, waitFor, itSoft, expectThrow, sleep } from '../helpers/device';
+import { makePair, region, waitFor, itSoft, expectThrow } from '../helpers/device';
 import { customPair, wcs, expectFreshPairWorks, caught } from './support';
 
 let deviceSeq = 0;
@@ -204,7 +204,8 @@ describe('async events', () => {
     p.a.postRecv({ wrId: 1, sg: { mr: dst } });
     p.cqA.requestNotify();
     ctx.faults.deviceFatal();
-    await sleep(20);
+    // The fatal event has reached the context (and its subscribers) before close.
+    expect(await waitFor(() => ctx.fatalError !== undefined)).toBe(true);
     expect(caught(() => ctx.close())).toBeUndefined();
     expect(ctx.closed).toBe(true);
     expect(p.a.closed && p.cqA.closed && p.channel.closed && p.pd.closed).toBe(true);

@@ -9,6 +9,7 @@
 import { spawn } from 'child_process';
 import * as path from 'path';
 import { IS_SOFT } from '../helpers/device';
+import { scaled } from '../helpers/slow';
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'fuzz-child.js');
 const LONG = process.env.RX_VERBS_FUZZ_CALLS ? Number(process.env.RX_VERBS_FUZZ_CALLS) : undefined;
@@ -27,7 +28,12 @@ interface ChildResult {
     byName: Record<string, number>;
     sourceErrors: number;
     knownBugs: Record<string, number>;
+    opCounts: Record<string, number>;
     violation?: { what: string; detail: string; op: string };
+    /** The addon's live wrapped objects and the process's open fds, before any fuzzing and after the last close and GC. */
+    liveObjects: { before: number; after: number };
+    /** `added`: the fds open at the end that were not at the start, with what they are. */
+    fds: { before: number; after: number; added: string[] };
   };
   lastRun: string;
   stderrTail: string;
@@ -68,9 +74,7 @@ const describeSoft = IS_SOFT ? describe : describe.skip;
 
 describeSoft('fuzzing the public API', () => {
   const results: ChildResult[] = [];
-  // Sanitizer builds (npm run test:asan) run several times slower.
-  const slow = process.env.RX_VERBS_ASAN ? 4 : 1;
-  const timeoutMs = (LONG ? Math.max(60_000, LONG * 5) : 45_000) * slow;
+  const timeoutMs = scaled(LONG ? Math.max(60_000, LONG * 5) : 45_000);
 
   beforeAll(async () => {
     results.push(...(await Promise.all(SEEDS.map((seed) => runChild(seed, CALLS_EACH, timeoutMs)))));
@@ -88,6 +92,20 @@ describeSoft('fuzzing the public API', () => {
       expect(r.report!.errorsThrown).toBeGreaterThan(0);
     }
     expect(total).toBeGreaterThanOrEqual(SEEDS.length * CALLS_EACH);
+  });
+
+  it('every object the runs made (closed, or dropped and collected) is released: live objects and fds back to their baseline', () => {
+    for (const r of results) {
+      // The counts exist (a report without them would make this pass vacuously).
+      expect(r.report?.liveObjects).toEqual({ before: expect.any(Number), after: expect.any(Number) });
+      expect(r.report?.fds).toEqual({ before: expect.any(Number), after: expect.any(Number), added: expect.any(Array) });
+      expect(r.report!.liveObjects.after).toBe(r.report!.liveObjects.before);
+      expect(r.report!.fds.added).toEqual([]);
+      expect(r.report!.fds.after).toBe(r.report!.fds.before);
+      // The runs made objects and dropped some unclosed, so the check had work to do.
+      expect(r.report!.opCounts.openDevice ?? 0).toBeGreaterThan(0);
+      expect(r.report!.opCounts.drop ?? 0).toBeGreaterThan(0);
+    }
   });
 
   // Bugs the fuzzer found; the children count them apart (and recover) so

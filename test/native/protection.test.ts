@@ -1,6 +1,6 @@
 import { randomBytes } from 'crypto';
 import { makePair, region, expectThrow, Pair } from '../helpers/device';
-import { guarded, wcs, expectQuiet, expectFreshPairWorks, localError } from './support';
+import { guarded, wcs, expectQuietAfter, expectFreshPairWorks, localError } from './support';
 import type { AccessFlag, WcStatus } from '../../src';
 
 const ALL: AccessFlag[] = ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ'];
@@ -150,7 +150,7 @@ describe('memory protection', () => {
       },
       localError('LOC_PROT_ERR'), // rxe: LOC_QP_OP_ERR (no MR for that lkey)
       async (p) => {
-        await expectQuiet(p.cqB, 20);
+        await expectQuietAfter(p.a, p.cqB); // a is in ERR: its marker is flushed
         expect(dst!.whole.equals(before!)).toBe(true);
       },
     );
@@ -170,7 +170,7 @@ describe('memory protection', () => {
       },
       'LOC_PROT_ERR',
       async (p) => {
-        await expectQuiet(p.cqB, 20);
+        await expectQuietAfter(p.a, p.cqB); // a is in ERR: its marker is flushed
         expect(dst!.whole.equals(before!)).toBe(true);
       },
     );
@@ -269,7 +269,7 @@ describe('memory protection', () => {
       },
       localError('LOC_PROT_ERR'), // rxe: LOC_QP_OP_ERR (no MR for that lkey in this PD)
       async (p) => {
-        await expectQuiet(p.cqB, 20);
+        await expectQuietAfter(p.a, p.cqB); // a is in ERR: its marker is flushed
         expect(dst!.whole.equals(before!)).toBe(true);
       },
     );

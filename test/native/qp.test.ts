@@ -1,7 +1,7 @@
 import { randomBytes } from 'crypto';
 import { openDevice, WC_FLAGS } from '../../src';
-import { makePair, region, sleep, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../helpers/device';
-import { customPair, wcs, expectQuiet, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from './support';
+import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../helpers/device';
+import { customPair, wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from './support';
 
 // ibv_qp_attr_mask bits (as in verbs.h).
 const M = {
@@ -139,7 +139,8 @@ describe('QP state machine', () => {
         { wrId: 200, sg: { mr: send } },
         { wrId: 201, sg: { mr: send } },
       ]);
-      await expectQuiet(p.cqB, 30);
+      // b's sends wait (no receive at a), its receives are not consumed; a marker a -> b proves the device ran.
+      await expectQuietAfter(p.a, p.cqB);
       p.b.toError();
       expect(p.b.state).toBe('ERR');
       const got = await wcs(p.cqB, 5);
@@ -155,7 +156,7 @@ describe('QP state machine', () => {
       for (const id of [200n, 201n]) {
         expect(byId.get(id)).toMatchObject({ status: 'WR_FLUSH_ERR', qpNum: p.b.qpNum });
       }
-      await expectQuiet(p.cqB, 20); // each WR exactly once
+      await expectQuietAfter(p.b, p.cqB); // each WR exactly once: the marker is flushed behind them
       expect(recv.buffer.every((x) => x === 0)).toBe(true);
     } finally {
       p.close();
@@ -218,7 +219,7 @@ describe('QP operations', () => {
       expect(target.buffer.subarray(100, 400).equals(data)).toBe(true);
       expect(target.buffer.subarray(0, 100).every((x) => x === 0)).toBe(true);
       expect(target.buffer.subarray(400).every((x) => x === 0)).toBe(true);
-      await expectQuiet(p.cqB, 30);
+      await expectQuietAfter(p.a, p.cqB);
       // The receive was not consumed: the next SEND takes it.
       const small = region(p.pd, 8, undefined, 4);
       p.a.postSend({ wrId: 4, sg: { mr: small } });
@@ -268,7 +269,7 @@ describe('QP operations', () => {
       expect(s).toMatchObject({ wrId: 6n, status: 'SUCCESS', opcode: 'RDMA_READ', byteLen: 1000 });
       expect(local.buffer.equals(remoteData.subarray(1000, 2000))).toBe(true);
       expect(remote.buffer.equals(remoteData)).toBe(true);
-      await expectQuiet(p.cqB, 20);
+      await expectQuietAfter(p.a, p.cqB);
     } finally {
       p.close();
     }
@@ -287,8 +288,8 @@ describe('QP operations', () => {
         { wrId: 13, sg: { mr: src }, signaled: false },
       ]);
       expect((await wcs(p.cqB, 4)).map((w) => w.wrId)).toEqual([0n, 1n, 2n, 3n]);
-      await sleep(20);
-      const sent = p.cqA.poll().toArray();
+      // Everything the four could complete on a's CQ is there once a marker behind them is.
+      const sent = await throughMarker(p.a);
       expect(sent.map((w) => w.wrId)).toEqual([12n]);
     } finally {
       p.close();
@@ -358,8 +359,7 @@ describe('QP operations', () => {
         badWr: 0,
       });
       expect(err.message).toMatch(/inline/i);
-      await expectQuiet(p.cqA, 20);
-      await expectQuiet(p.cqB, 0);
+      await expectQuietAfter(p.a, p.cqB);
       expect(p.a.state).toBe('RTS');
       // Exactly max inline bytes is fine.
       p.a.postSend({ wrId: 41, sg: { mr: src, length: max }, inline: true });
@@ -415,7 +415,7 @@ describe('QP operations', () => {
       const [s] = await wcs(p.cqA, 1);
       expect(s).toMatchObject({ wrId: 50n, status: 'RNR_RETRY_EXC_ERR', qpNum: p.a.qpNum });
       expect(p.a.state).toBe('ERR');
-      await expectQuiet(p.cqB, 10);
+      await expectQuietAfter(p.a, p.cqB); // the marker is flushed
     } finally {
       p.close();
     }
@@ -427,7 +427,8 @@ describe('QP operations', () => {
       const src = region(p.pd, 8, undefined, 6);
       const dst = region(p.pd, 8);
       p.a.postSend({ wrId: 60, sg: { mr: src } });
-      await expectQuiet(p.cqA, 50);
+      // a's SEND waits for a receive (its queue is held behind it), so the marker goes b -> a.
+      await expectQuietAfter(p.b, p.cqA);
       expect(p.a.state).toBe('RTS');
       p.b.postRecv({ wrId: 61, sg: { mr: dst } });
       expect((await wcs(p.cqB, 1))[0]).toMatchObject({ wrId: 61n, status: 'SUCCESS', byteLen: 8 });
@@ -480,7 +481,7 @@ describe('QP operations', () => {
         expect((await wcs(p.cqA, 1))[0].status).toBe('SUCCESS');
       }
       expect(received).toEqual(wrs.slice(0, posted).map((w) => BigInt(w.wrId)));
-      await expectQuiet(p.cqB, 0);
+      await expectQuietAfter(p.a, p.cqB);
     } finally {
       p.close();
     }
@@ -505,8 +506,7 @@ describe('QP operations', () => {
       expect(sent.map((w) => w.wrId)).toEqual(wrs.slice(0, posted).map((w) => BigInt(w.wrId)));
       expect(sent.every((w) => w.status === 'SUCCESS')).toBe(true);
       expect((await wcs(p.cqB, posted)).length).toBe(posted);
-      await expectQuiet(p.cqA, 20);
-      await expectQuiet(p.cqB, 0);
+      await expectQuietAfter(p.a, p.cqB);
     } finally {
       p.close();
     }

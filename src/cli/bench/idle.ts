@@ -15,7 +15,7 @@ export async function idle(cfg: RunConfig) {
     const opCq = ctx.createCq({ cqe: 256, channel: channels[0] });
     const sub = new Subscription();
     for (const cq of fastCqs) sub.add(cq.completions$.subscribe(() => undefined));
-    sub.add(channels[0].events$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions()).subscribe(() => undefined));
+    sub.add(channels[0].events$.pipe(ackEvents(), rearm(), drainCq(), batchCompletions()).subscribe(() => undefined));
     opCq.requestNotify();
     await sleep(200);
     gc();

@@ -98,7 +98,7 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
         if (kind === 'fast') {
           sub = cq.completions$.subscribe({ next: onBatch, error: reject });
         } else {
-          sub = channel.events$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions()).subscribe({ next: onBatch, error: reject });
+          sub = channel.events$.pipe(ackEvents(), rearm(), drainCq(), batchCompletions()).subscribe({ next: onBatch, error: reject });
           cq.requestNotify();
         }
         t0 = performance.now();

@@ -75,7 +75,7 @@ export async function operators(cfg: RunConfig) {
     {
       name: 'full pipeline',
       input: 'events',
-      op: () => ((s: Observable<CqEvent>) => s.pipe(rearm(), ackEvents(), drainCq(), batchCompletions())) as never,
+      op: () => ((s: Observable<CqEvent>) => s.pipe(ackEvents(), rearm(), drainCq(), batchCompletions())) as never,
       baseline: () => ((s: Observable<CqEvent>) => s.pipe(tap((e: CqEvent) => e.cq.requestNotify(false)), ackMap(), mergeMap(pollAll), id<WcBatch>())) as never,
       baselineName: 'tap, tap, mergeMap, map',
       async: true,

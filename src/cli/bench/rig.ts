@@ -97,11 +97,11 @@ export type Consumer = (batch: WcBatch) => void;
 
 /**
  * Subscribes the pipeline under test: `fast` (cq.completions$) or `operators`
- * (channel.events$ + rearm, ackEvents, drainCq, batchCompletions).
+ * (channel.events$ + ackEvents, rearm, drainCq, batchCompletions).
  */
 export function subscribePipeline(rig: JsRig, kind: 'fast' | 'operators', onBatch: Consumer): Subscription {
   if (kind === 'fast') return rig.cq.completions$.subscribe({ next: onBatch });
-  const sub = rig.channel.events$.pipe(rearm(), ackEvents(), drainCq(), batchCompletions()).subscribe({ next: onBatch });
+  const sub = rig.channel.events$.pipe(ackEvents(), rearm(), drainCq(), batchCompletions()).subscribe({ next: onBatch });
   rig.cq.requestNotify();
   const first = rig.cq.poll(256);
   if (first.length > 0) onBatch(first);

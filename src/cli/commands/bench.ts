@@ -3,7 +3,7 @@
  * the soft device, each against its baselines in the same process and run.
  *
  * Suites (`--only a,b`): throughput, eventRate, latency, idle, memory,
- * operators. Native baselines live in src/native/bench (`nativeBench`).
+ * operators, stall. Native baselines live in src/native/bench (`nativeBench`).
  * Every variant of a suite is run in interleaved rounds and the best round
  * is kept (the machine is noisy); ratios come from the same run.
  * `--quick` finishes in under a minute; `--json` also writes
@@ -22,7 +22,7 @@ const SPECS: OptionSpec[] = [
   { name: 'quick', type: 'flag', help: 'short runs (under a minute)' },
   { name: 'json', type: 'flag', help: 'also write the results as JSON (see --out)' },
   { name: 'out', type: 'string', help: 'JSON file (default bench/results/latest.json)' },
-  { name: 'only', type: 'string', help: 'comma-separated suites: throughput,eventRate,latency,idle,memory,operators' },
+  { name: 'only', type: 'string', help: 'comma-separated suites: throughput,eventRate,latency,idle,memory,operators,stall' },
   { name: 'device', short: 'd', type: 'string', help: 'soft device to run on', default: 'soft0' },
   { name: 'quiet', short: 'q', type: 'flag', help: 'no progress output' },
   { name: 'help', short: 'h', type: 'flag', help: 'show this help' },
@@ -34,7 +34,7 @@ const NODE_FLAGS = ['--expose-gc'];
 
 /** `rx-verbs bench`: every suite, a table on stdout, JSON with `--json`. */
 export const bench: Command = {
-  summary: 'benchmarks against native baselines (throughput, event rate, latency, idle, memory, operators)',
+  summary: 'benchmarks against native baselines (throughput, event rate, latency, idle, memory, operators, stall)',
   async run(argv) {
     const { options } = parseArgs(argv, SPECS);
     if (options.help) {

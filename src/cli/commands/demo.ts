@@ -38,7 +38,7 @@ export interface DemoSummary {
 /**
  * `rx-verbs demo` (what `npm start` runs): streams messages between two
  * connected RC QPs — SENDs and RDMA WRITEs with immediate data, random sizes
- * — through a real pipeline (channel -> rearm -> ackEvents -> drainCq ->
+ * — through a real pipeline (channel -> ackEvents -> rearm -> drainCq ->
  * steer -> batchCompletions), gated by credits, verifying every byte.
  */
 export const demo: Command = {
@@ -192,8 +192,8 @@ export function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     subscription.add(
       channel.events$
         .pipe(
-          rearm(),
           ackEvents({ every: 16 }),
+          rearm(),
           drainCq({ max: 256 }),
           // Receives (latency-critical here) on the microtask queue, send
           // completions on a macrotask: each CQ keeps its own order.

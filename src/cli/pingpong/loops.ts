@@ -4,7 +4,7 @@
  *   the event loop, like rc_pingpong's busy loop; with `--loopback` one loop
  *   drives both sides, in turns.
  * - events (`-e`): sleep on the completion channel through the rx-verbs
- *   pipeline — `channel.events$` with `rearm()`, `ackEvents()`, `drainCq()`
+ *   pipeline — `channel.events$` with `ackEvents()`, `rearm()`, `drainCq()`
  *   (`--pipeline operators`), or the native fast path `cq.completions$`
  *   (`--pipeline native`, event -> ack -> re-arm -> poll done in C++).
  */
@@ -93,7 +93,7 @@ export function eventsUntilDone(side: Side, pipeline: Pipeline, timeoutMs = 0): 
       subscription = side.cq.completions$.subscribe({ next: onBatch, error: finish });
     } else {
       subscription = channel.events$
-        .pipe(rearm(), ackEvents({ every: 16 }), drainCq({ max: 16 }))
+        .pipe(ackEvents({ every: 16 }), rearm(), drainCq({ max: 16 }))
         .subscribe({ next: onBatch, error: finish });
       try {
         side.cq.requestNotify();

@@ -14,7 +14,7 @@ export const SPECS: OptionSpec[] = [
   { name: 'sl', short: 'l', type: 'number', help: 'service level value', default: 0 },
   { name: 'events', short: 'e', type: 'flag', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
   { name: 'gid-idx', short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
-  { name: 'pipeline', type: 'string', help: "with -e: 'operators' (events$ + rearm/ackEvents/drainCq) or 'native' (cq.completions$)", default: 'operators' },
+  { name: 'pipeline', type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
   { name: 'loopback', type: 'flag', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
   { name: 'timeout', type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   { name: 'bind', type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },

@@ -4,9 +4,17 @@
 // - Producer: a thread posting signaled RDMA WRITEs on its own QP pair whose
 //   send CQ is the CQ under test, gated by a credit window read from a
 //   counter the consumer bumps (so it never overruns the CQ) and optionally
-//   paced to a rate. The counter is a native-allocated ArrayBuffer (u32 at
-//   index 0, wrapping): JS consumers add to it with a plain store, native
-//   consumers atomically. It costs a JS consumer one store per batch.
+//   paced to a rate. The counter is an ArrayBuffer JS cannot detach (u32 at
+//   index 0, wrapping; see CounterBuffer): JS consumers add to it with a
+//   plain store, native consumers atomically. It costs a JS consumer one
+//   store per batch.
+//
+// The threads obey the addon's rules: a handle holds the JS objects its
+// thread uses (context, PD, CQ) alive, so the GC cannot release them under
+// it; explicit close() of those is refused while the bench's own QPs, MRs
+// and CQs sit on them (EBUSY); and at environment teardown each handle's
+// cleanup hook, added after the addon's, runs before it (Node runs hooks
+// newest first) and stops the thread before the reaper closes anything.
 // - Naive: its own device objects and uv_poll on the channel fd; for every
 //   completion one MakeCallback with a fresh { wrId, status, opcode,
 //   byteLen, qpNum } object (what a straightforward binding would do).
@@ -39,6 +47,7 @@
 #include "../util/deliver.h"
 #include "../util/errors.h"
 #include "../util/js_values.h"
+#include "../util/uv_guard.h"
 #include "../util/uv_poll_handle.h"
 #include "../util/wrap.h"
 
@@ -137,9 +146,25 @@ class Object {
 
   static void OnCleanup(void* arg) {
     auto* self = static_cast<Object*>(arg);
-    self->hook = false;
-    self->Shutdown(true);
+    NoEscape(self->env, "nativeBench cleanup", [self] {
+      self->hook = false;
+      self->Shutdown(true);
+    });
   }
+  // Keeps a JS object the thread depends on alive until ReleaseHeld.
+  void Hold(Napi::Object o) { held_.push_back(Napi::Persistent(o)); }
+  // After the thread has stopped. Also at teardown (from the cleanup hook,
+  // while the environment still works): Node does not free references an
+  // addon made, so leaving them would leak.
+  void ReleaseHeld() {
+    for (auto& r : held_) r.Reset();
+    held_.clear();
+  }
+
+ private:
+  std::vector<Napi::ObjectReference> held_;
+
+ public:
   void AddHook(napi_env e) {
     env = e;
     if (napi_add_env_cleanup_hook(e, &Object::OnCleanup, this) == napi_ok) hook = true;
@@ -152,9 +177,11 @@ class Object {
 
 Napi::External<Object> MakeHandle(Napi::Env env, std::unique_ptr<Object> obj) {
   Object* raw = obj.get();
-  auto ext = Napi::External<Object>::New(env, raw, [](Napi::Env, Object* o) {
-    o->RemoveHook();
-    o->Shutdown(false);
+  auto ext = Napi::External<Object>::New(env, raw, [](Napi::Env e, Object* o) {
+    NoEscape(e, "nativeBench finalizer", [o] {
+      o->RemoveHook();
+      o->Shutdown(false);
+    });
     delete o;
   });
   obj.release();
@@ -349,18 +376,40 @@ class Producer {
   double seconds_ = 0;
 };
 
-// The producer over a CQ owned by JS.
+// The producer over a CQ owned by JS. Holds the context, PD, CQ and the
+// counter buffer (see Object::Hold) until its thread has stopped.
 class JsProducer : public Object {
  public:
   std::unique_ptr<Producer> p;
-  Napi::Reference<Napi::ArrayBuffer> counter_ref;
   void Shutdown(bool teardown) override {
-    if (p) p->Release();
+    if (p) p->Release();  // joins the thread first
     p.reset();
-    if (teardown) counter_ref.SuppressDestruct();  // the env is going; leave it
-    else counter_ref.Reset();
+    ReleaseHeld();
   }
 };
+
+// The producer's credit counter: the buffer of a WebAssembly memory, which
+// JS cannot detach (transfer, structuredClone and postMessage leave it in
+// place), so the thread never reads memory that moved to someone else. Only
+// growing the memory would detach it, and the Memory object is not handed
+// out. Checked rather than trusted: the global could have been replaced.
+Napi::ArrayBuffer CounterBuffer(Napi::Env env) {
+  Napi::Value wasm = env.Global().Get("WebAssembly");
+  Napi::Value ctor = wasm.IsObject() ? wasm.As<Napi::Object>().Get("Memory") : env.Undefined();
+  if (!ctor.IsFunction()) {
+    throw Napi::Error::New(env, "nativeBench: the producer's counter needs WebAssembly (not with --jitless)");
+  }
+  Napi::Object desc = Napi::Object::New(env);
+  desc.Set("initial", 1);
+  Napi::Value mem = ctor.As<Napi::Function>().New({desc});
+  Napi::Value buf = mem.IsObject() ? mem.As<Napi::Object>().Get("buffer") : env.Undefined();
+  // A detachable buffer would be detached here (it is ours): refuse it.
+  if (!buf.IsArrayBuffer() || buf.As<Napi::ArrayBuffer>().ByteLength() < 64 ||
+      napi_detach_arraybuffer(env, buf) != napi_detachable_arraybuffer_expected) {
+    throw Napi::TypeError::New(env, "nativeBench: WebAssembly.Memory did not give a fixed buffer");
+  }
+  return buf.As<Napi::ArrayBuffer>();
+}
 
 // ---- a native rig: everything on one soft device ------------------------------
 class Rig {
@@ -505,13 +554,10 @@ class Naive : public Object {
     prod.reset();
     if (rig) rig->Release();
     rig.reset();
-    if (teardown) {
-      cb.SuppressDestruct();
-      if (async) async.release();  // leaked at teardown: JS is gone
-    } else {
-      cb.Reset();
-      async.reset();
-    }
+    // Also at teardown (a cleanup hook, the environment still works): Node
+    // frees neither an addon's references nor its async contexts.
+    cb.Reset();
+    async.reset();
   }
 
   void OnReadable() {
@@ -606,7 +652,7 @@ Napi::Value NaiveStart(const Napi::CallbackInfo& info) {
   const ProducerConfig cfg = ReadConfig(ArgsObject(info, 1), n->prod->max_wr());
   Guard(env, [&] {
     if (!n->poll.Valid()) {
-      int rc = n->poll.Init(Addon::Get(env)->loop, n->rig->ch->fd(), [n](int) { n->OnReadable(); });
+      int rc = n->poll.Init(env, Addon::Get(env)->loop, n->rig->ch->fd(), [n](int) { n->OnReadable(); });
       if (rc != 0) throw VerbsError(-rc, "uv_poll_init");
     }
     int rc = n->poll.Start();
@@ -634,16 +680,18 @@ Napi::Value ProducerCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object args = ArgsObject(info, 1);
   Addon* addon = Addon::Get(env);
-  Context* ctx = SoftContextArg(env, args.Get("context"));
-  Pd* pd = UnwrapArg<PdWrap>(env, args.Get("pd"), addon->pd_ctor, "pd")->Checked(env, "nativeBench");
-  Cq* cq = UnwrapArg<CqWrap>(env, args.Get("cq"), addon->cq_ctor, "cq")->Checked(env, "nativeBench");
+  // Every JS value is read first (a getter may close what we then use).
+  Napi::Value ctx_v = args.Get("context"), pd_v = args.Get("pd"), cq_v = args.Get("cq");
   const uint32_t max_wr = U32(args, "maxWr", 1024, 1, 16384);
+  Napi::ArrayBuffer counter = CounterBuffer(env);
+  Context* ctx = SoftContextArg(env, ctx_v);
+  Pd* pd = UnwrapArg<PdWrap>(env, pd_v, addon->pd_ctor, "pd")->Checked(env, "nativeBench");
+  Cq* cq = UnwrapArg<CqWrap>(env, cq_v, addon->cq_ctor, "cq")->Checked(env, "nativeBench");
   auto p = std::make_unique<JsProducer>();
   Guard(env, [&] { p->p.reset(new Producer(ctx, pd, cq, max_wr)); });
-  Napi::ArrayBuffer counter = Napi::ArrayBuffer::New(env, 64);
   std::memset(counter.Data(), 0, 64);
   p->p->SetCounter(static_cast<uint32_t*>(counter.Data()));
-  p->counter_ref = Napi::Persistent(counter);
+  for (Napi::Value v : {ctx_v, pd_v, cq_v, Napi::Value(counter)}) p->Hold(v.As<Napi::Object>());
   Napi::Object o = Napi::Object::New(env);
   o.Set("counter", counter);
   o.Set("handle", MakeHandle(env, std::move(p)));
@@ -722,12 +770,13 @@ class Echo : public Object {
   uint64_t echoed() const { return echoed_.load(); }
   const std::string& error() const { return error_; }
 
-  void Shutdown(bool) override {
+  void Shutdown(bool teardown) override {
     Stop();
     DestroyQuietly(qp_);
     DestroyQuietly(mr_);
     DestroyQuietly(cq_);
     DestroyQuietly(ch_);
+    ReleaseHeld();  // the context and PD it was built on
   }
 
  private:
@@ -807,12 +856,16 @@ class Echo : public Object {
 Napi::Value EchoCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object args = ArgsObject(info, 1);
-  Context* ctx = SoftContextArg(env, args.Get("context"));
-  Pd* pd = UnwrapArg<PdWrap>(env, args.Get("pd"), Addon::Get(env)->pd_ctor, "pd")->Checked(env, "nativeBench");
+  // Every JS value is read first (a getter may close what we then use).
+  Napi::Value ctx_v = args.Get("context"), pd_v = args.Get("pd");
   const uint32_t depth = U32(args, "depth", 16, 1, 4096);
   const uint32_t peer = U32(args, "peerQpNum", 0, 0, 0xffffff);
   const uint32_t psn = U32(args, "peerPsn", 0, 0, 0xffffff);
+  Context* ctx = SoftContextArg(env, ctx_v);
+  Pd* pd = UnwrapArg<PdWrap>(env, pd_v, Addon::Get(env)->pd_ctor, "pd")->Checked(env, "nativeBench");
   std::unique_ptr<Echo> e = Guard(env, [&] { return std::make_unique<Echo>(ctx, pd, depth, peer, psn); });
+  e->Hold(ctx_v.As<Napi::Object>());
+  e->Hold(pd_v.As<Napi::Object>());
   Napi::Object o = Napi::Object::New(env);
   o.Set("qpNum", e->qp_num());
   o.Set("lid", e->lid());

@@ -273,6 +273,14 @@ class Mr {
   virtual size_t length() const = 0;
   virtual uint32_t access() const = 0;
   virtual void destroy() = 0;  // ibv_dereg_mr
+  // The memory's owner (a JS ArrayBuffer) was detached: a provider that
+  // executes WRs itself refuses to touch this MR from now on (protection
+  // errors). Hardware cannot be told; the default does nothing.
+  virtual void mark_detached() {}
+  // `owner` holds the memory for the addon; while it has no other holder
+  // (no JS ArrayBuffer owns the memory any more) a provider that runs WRs
+  // itself treats the MR as detached. Hardware cannot be told.
+  virtual void watch_owner(std::weak_ptr<void> owner) {}
   void* user = nullptr;
 };
 

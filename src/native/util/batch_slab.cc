@@ -4,22 +4,37 @@
 
 namespace rxv {
 
-napi_value BatchSlab::Take(napi_env env, size_t bytes, uint8_t** data) {
+napi_value BatchSlab::Current(napi_env env) {
+  if (slab_ == nullptr) return nullptr;
   napi_value ab = nullptr;
-  if (slab_ == nullptr || size_ - used_ < bytes) {
-    size_t size = std::max(kSlabBytes, bytes);
+  bool detached = false;
+  if (napi_get_reference_value(env, slab_, &ab) == napi_ok && ab != nullptr &&
+      napi_is_detached_arraybuffer(env, ab, &detached) == napi_ok && !detached) {
+    return ab;
+  }
+  // Detached by JS: base_ now points into memory that belongs to whoever
+  // received the buffer. Forget it; never write there again.
+  if (detached) detached_++;
+  Release(env);
+  return nullptr;
+}
+
+napi_value BatchSlab::Take(napi_env env, size_t bytes, uint8_t** data) {
+  napi_value ab = Current(env);
+  if (ab == nullptr || used_ + bytes > size_) {
+    if (ab != nullptr) next_size_ = std::min(next_size_ * 2, kMaxSlabBytes);
+    size_t size = std::max(next_size_, bytes);
     void* mem = nullptr;
-    if (napi_create_arraybuffer(env, size, &mem, &ab) != napi_ok) return nullptr;
     napi_ref ref = nullptr;
-    if (napi_create_reference(env, ab, 1, &ref) != napi_ok) return nullptr;
+    if (napi_create_arraybuffer(env, size, &mem, &ab) != napi_ok ||
+        napi_create_reference(env, ab, 1, &ref) != napi_ok) {
+      return nullptr;
+    }
     // The old slab lives on in the batches that view it.
-    if (slab_ != nullptr) napi_delete_reference(env, slab_);
+    Release(env);
     slab_ = ref;
     base_ = static_cast<uint8_t*>(mem);
     size_ = size;
-    used_ = 0;
-  } else if (napi_get_reference_value(env, slab_, &ab) != napi_ok || ab == nullptr) {
-    return nullptr;
   }
   napi_value view = nullptr;
   if (napi_create_typedarray(env, napi_uint8_array, bytes, ab, used_, &view) != napi_ok) {

@@ -26,7 +26,7 @@ class Reaper {
     std::sort(order.begin(), order.end(),
               [](auto& a, auto& b) { return a.first > b.first; });
     for (auto& [n, c] : order) {
-      if (live_.count(c)) c->Close(true);
+      if (live_.count(c)) c->CloseQuietly();  // one failure must not keep the rest
     }
     live_.clear();
   }

@@ -1,11 +1,16 @@
 // One uv_poll_t over a descriptor on the environment's own loop. The handle is
 // freed in uv_close's callback (libuv requires the memory to outlive the
-// close), so the owner can be destroyed at any time after Close().
+// close), so the owner can be destroyed at any time after Close(). Every
+// callback runs under NoEscape (util/uv_guard.h): this is the one place the
+// addon's fd watchers are entered from libuv.
 #pragma once
 
+#include <node_api.h>
 #include <uv.h>
 
 #include <functional>
+
+#include "util/uv_guard.h"
 
 namespace rxv {
 
@@ -18,10 +23,12 @@ class UvPoll {
   UvPoll& operator=(const UvPoll&) = delete;
   ~UvPoll() { Close(); }
 
-  // Returns a libuv error code (0 on success).
-  int Init(uv_loop_t* loop, int fd, Callback cb) {
+  // Returns a libuv error code (0 on success). `env` is the environment the
+  // callback may call into (the guard clears what it leaves pending).
+  int Init(napi_env env, uv_loop_t* loop, int fd, Callback cb) {
     Close();
     auto* h = new Handle;
+    h->env = env;
     h->cb = std::move(cb);
     int rc = uv_poll_init(loop, &h->poll, fd);
     if (rc != 0) {
@@ -55,19 +62,22 @@ class UvPoll {
     if (!handle_) return;
     Stop();
     handle_->cb = nullptr;
-    uv_close(reinterpret_cast<uv_handle_t*>(&handle_->poll),
-              [](uv_handle_t* h) { delete static_cast<Handle*>(h->data); });
+    uv_close(reinterpret_cast<uv_handle_t*>(&handle_->poll), &UvPoll::OnClosed);
     handle_ = nullptr;
   }
 
  private:
   struct Handle {
     uv_poll_t poll;
+    napi_env env = nullptr;
     Callback cb;
   };
-  static void OnPoll(uv_poll_t* p, int status, int events) {
+  static void OnPoll(uv_poll_t* p, int status, int events) noexcept {
     auto* h = static_cast<Handle*>(p->data);
-    if (h->cb) h->cb(status);
+    if (h->cb) NoEscape(h->env, "fd watcher", [&] { h->cb(status); });
+  }
+  static void OnClosed(uv_handle_t* h) noexcept {
+    delete static_cast<Handle*>(h->data);
   }
   Handle* handle_ = nullptr;
   bool active_ = false;

@@ -1,51 +1,10 @@
-import type { CqEvent, CqLike } from '../../../src/verbs/interfaces';
-import { WcBatch, WorkCompletionInit } from '../../../src/verbs/wc-batch';
+import { WcBatch } from '../../../src/verbs/wc-batch';
 
-/**
- * A CQ stub for operator specs: records each call (with the virtual frame)
- * into a log shared by several CQs, so specs can check the order of arm,
- * ack and poll across the pipeline.
+/*
+ * Batch helpers for the specs of operators that take WcBatches. (The CQ stub
+ * that used to live here is gone: CQ-facing specs use the testing kit's
+ * VirtualCq, which models arming, events and refuses over-acks.)
  */
-export class FakeCq implements CqLike {
-  readonly cqe = 16;
-  readonly queue: Partial<WorkCompletionInit>[] = [];
-  failArm: unknown;
-  failAck: unknown;
-  failPoll: unknown;
-
-  constructor(
-    readonly name: string,
-    private readonly log: string[],
-    private readonly now: () => number = () => 0,
-  ) {}
-
-  requestNotify(solicitedOnly = false): void {
-    if (this.failArm) throw this.failArm;
-    this.log.push(`${this.name}:arm${solicitedOnly ? '(s)' : ''}@${this.now()}`);
-  }
-
-  poll(max = this.cqe): WcBatch {
-    if (this.failPoll) throw this.failPoll;
-    const taken = this.queue.splice(0, max);
-    this.log.push(`${this.name}:poll=${taken.length}@${this.now()}`);
-    return WcBatch.from(taken);
-  }
-
-  ack(n: number): void {
-    if (this.failAck) throw this.failAck;
-    this.log.push(`${this.name}:ack(${n})@${this.now()}`);
-  }
-
-  /** Queues completions with these wr_ids. */
-  add(...wrIds: number[]): this {
-    for (const wrId of wrIds) this.queue.push({ wrId });
-    return this;
-  }
-
-  event(): CqEvent<FakeCq> {
-    return { cq: this, context: this.name };
-  }
-}
 
 /** A batch of successful completions with these wr_ids. */
 export function batchOf(...wrIds: number[]): WcBatch {

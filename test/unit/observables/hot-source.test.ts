@@ -2,6 +2,7 @@ import { Subscription, take } from 'rxjs';
 import { HotSource, HotSourceDriver, HotSourceOptions } from '../../../src/observables/hot-source';
 import { spinTake } from '../../../src/observables/spin-take';
 import { BufferOverflowError } from '../../../src/verbs/errors';
+import { scaled } from '../../helpers/slow';
 
 /** A driver that records start/stop and serves pull() from a "native" queue. */
 function makeDriver<T>(native: T[] = []) {
@@ -160,10 +161,11 @@ describe('HotSource', () => {
     });
 
     it('should never block: returns undefined at once when nothing is there', () => {
-      const { source } = make();
-      const t0 = process.hrtime.bigint();
+      const { driver, source } = make();
+      // Synchronous, after one non-blocking read: no retry, no wait for the driver to start.
       expect(source.tryTake()).toBeUndefined();
-      expect(Number(process.hrtime.bigint() - t0)).toBeLessThan(50e6);
+      expect(driver.pull).toHaveBeenCalledTimes(1);
+      expect(driver.calls).toEqual([]);
     });
 
     it('should take items exactly once with a subscriber present too', () => {
@@ -237,11 +239,13 @@ describe('HotSource', () => {
       expect(driver.calls).toEqual(['start', 'stop']);
     });
 
-    it('should discard the buffer on error', () => {
+    it('should keep the buffer on error: items first, then the error', () => {
       const { source } = make();
       source.push(1);
       source.error(new Error('x'));
-      expect(source.pending).toBe(0);
+      expect(source.pending).toBe(1);
+      expect(source.tryTake()).toBe(1);
+      expect(() => source.tryTake()).toThrow('x');
     });
   });
 
@@ -252,6 +256,7 @@ describe('HotSource', () => {
       source.push(2);
       source.push(3);
       expect(source.terminated).toBe('error');
+      expect([source.tryTake(), source.tryTake(), source.tryTake()]).toEqual([1, 2, 3]); // nothing read is lost
       let caught: unknown;
       try {
         source.tryTake();
@@ -381,8 +386,8 @@ describe('HotSource', () => {
       const t0 = process.hrtime.bigint();
       expect(spinTake(source, 2000)).toBeUndefined();
       const us = Number(process.hrtime.bigint() - t0) / 1000;
-      expect(us).toBeGreaterThanOrEqual(2000);
-      expect(us).toBeLessThan(200_000);
+      expect(us).toBeGreaterThanOrEqual(2000); // it spins at least that long
+      expect(us).toBeLessThan(scaled(200_000)); // and then gives up (a sanity bound, scaled)
       expect(() => spinTake(source, -1)).toThrow(RangeError);
     });
 

@@ -51,6 +51,7 @@ describe('toTakeable', () => {
     subject.next(1);
     subject.next(2);
     subject.next(3);
+    expect([t.tryTake(), t.tryTake(), t.tryTake()]).toEqual([1, 2, 3]); // what was read stays takeable
     expect(() => t.tryTake()).toThrow(BufferOverflowError);
     expect(subject.observed).toBe(false);
   });

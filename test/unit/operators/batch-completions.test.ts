@@ -1,4 +1,4 @@
-import { asyncScheduler, map, Subject } from 'rxjs';
+import { asyncScheduler, map, share, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batchCompletions } from '../../../src/operators';
 import { WcBatch } from '../../../src/verbs/wc-batch';
@@ -98,17 +98,19 @@ describe('batchCompletions', () => {
   });
 
   it('should start a new batch for batches pushed while it emits (re-entrancy)', () => {
-    testScheduler.run(({ expectObservable }) => {
+    testScheduler.run(({ expectObservable, time }) => {
       const source = new Subject<WcBatch>();
-      const seen: number[][] = [];
-      const result = source.pipe(batchCompletions({ maxSize: 1 }));
-      result.subscribe((batch) => {
-        seen.push(ids(batch));
-        if (ids(batch)[0] === 1) source.next(b);
+      // One operator instance shared by the recording subscriber and the one
+      // that pushes b from inside the delivery of [1], subscribed after it:
+      // the recorder sees [1] before anything the push causes.
+      const result = source.pipe(batchCompletions({ maxSize: 1 }), share());
+      expectObservable(result.pipe(map(ids))).toBe('--(xyz)', { x: [1], y: [2], z: [3] });
+      testScheduler.schedule(() => {
+        result.subscribe((batch) => {
+          if (ids(batch)[0] === 1) source.next(b);
+        });
       });
-      source.next(a);
-      expectObservable(result.pipe(map(ids))).toBe('-');
-      expect(seen).toEqual([[1], [2], [3]]);
+      testScheduler.schedule(() => source.next(a), time('--|'));
     });
   });
 

@@ -1,105 +1,126 @@
-import { map, Subject, tap } from 'rxjs';
+import { map, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { rearm } from '../../../src/operators';
-import type { CqEvent } from '../../../src/verbs/interfaces';
-import { FakeCq } from '../helpers/fake-cq';
+import { ackEvents, rearm } from '../../../src/operators';
+import { expectArms, VirtualCq, virtualCq } from '../../../src/testing';
+import { CqOverrunError } from '../../../src/verbs/errors';
+import { byCq, twoCqs } from '../helpers/virtual-loop';
 
-/** @test {rearm} */
+/** @test {rearm} — on the testing kit's virtual channel and CQs, which model arming. */
 describe('rearm', () => {
   let testScheduler: TestScheduler;
-  let log: string[];
-  let A: FakeCq;
-  let B: FakeCq;
+  let cqs: VirtualCq[];
 
   beforeEach(() => {
     testScheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-    log = [];
-    A = new FakeCq('A', log, () => testScheduler.now());
-    B = new FakeCq('B', log, () => testScheduler.now());
+    cqs = [];
   });
 
-  it('should arm each event\'s CQ, then pass the event on', () => {
-    testScheduler.run(({ hot, expectObservable, expectSubscriptions }) => {
-      const values = { a: A.event(), b: B.event() };
-      const e1 = hot('  --a--b--a--|', values);
-      const e1subs = '  ^----------!';
-      const expected = '--a--b--a--|';
+  /** Every spec ends with the loop's rules kept: every event acked, nothing stranded. */
+  afterEach(() => {
+    for (const cq of cqs) cq.assertInvariants();
+  });
 
-      expectObservable(e1.pipe(rearm())).toBe(expected, values);
-      expectSubscriptions(e1.subscriptions).toBe(e1subs);
+  it("should arm each event's CQ, then pass the event on", () => {
+    testScheduler.run((helpers) => {
+      const { channel, A, B } = twoCqs(helpers, { completions: '--a-----a' }, { completions: '-----b' });
+      cqs.push(A, B);
+      const out$ = channel.events$.pipe(
+        ackEvents({ every: 1 }),
+        rearm(),
+        tap((e) => void e.cq.poll()),
+        map(byCq),
+      );
+      helpers.expectObservable(out$, '---------!').toBe('--a--b--a', { a: 'A', b: 'B' });
+      expectArms(helpers, A, 'a-a-----a');
+      expectArms(helpers, B, 'a----a---');
     });
-    expect(log).toEqual(['A:arm@2', 'B:arm@5', 'A:arm@8']);
   });
 
   it('should arm for solicited completions only when asked', () => {
-    testScheduler.run(({ hot, expectObservable }) => {
-      const e1 = hot('  --a--|', { a: A.event() });
-      const expected = '--a--|';
-      expectObservable(e1.pipe(rearm({ solicitedOnly: true }))).toBe(expected, { a: A.event() });
+    testScheduler.run((helpers) => {
+      const A = virtualCq(helpers, {
+        context: 'A',
+        completions: '--a--b--c',
+        values: { a: { solicited: true }, b: {}, c: { solicited: true } },
+      });
+      A.requestNotify(true);
+      cqs.push(A);
+      const out$ = A.channel.events$.pipe(
+        ackEvents({ every: 1 }),
+        rearm({ solicitedOnly: true }),
+        tap((e) => void e.cq.poll()),
+        map(byCq),
+      );
+      helpers.expectObservable(out$, '---------!').toBe('--a-----a', { a: 'A' }); // b is not solicited
+      expectArms(helpers, A, 's-s-----s');
     });
-    expect(log).toEqual(['A:arm(s)@2']);
   });
 
   it('should arm before anything downstream sees the event (poll-after-arm)', () => {
-    testScheduler.run(({ hot, expectObservable }) => {
-      const e1 = hot('  --a--|', { a: A.event() });
-      const expected = '--x--|';
-      const result = e1.pipe(
+    const armedDownstream: boolean[] = [];
+    testScheduler.run((helpers) => {
+      const { channel, A, B } = twoCqs(helpers, { completions: '--a--a' });
+      cqs.push(A, B);
+      const out$ = channel.events$.pipe(
+        ackEvents({ every: 1 }),
         rearm(),
-        tap((e) => log.push(`downstream:${(e.cq as FakeCq).name}`)),
-        map(() => 'x'),
+        tap((e) => {
+          armedDownstream.push(e.cq.isArmed);
+          while (e.cq.poll().length > 0);
+        }),
+        map(byCq),
       );
-      expectObservable(result).toBe(expected);
+      helpers.expectObservable(out$, '------!').toBe('--a--a', { a: 'A' });
     });
-    expect(log).toEqual(['A:arm@2', 'downstream:A']);
+    expect(armedDownstream).toEqual([true, true]);
   });
 
   it('should raise errors from the source', () => {
-    testScheduler.run(({ hot, expectObservable, expectSubscriptions }) => {
-      const e1 = hot('  --a--#', { a: A.event() });
-      const e1subs = '  ^----!';
-      const expected = '--a--#';
-      expectObservable(e1.pipe(rearm())).toBe(expected, { a: A.event() });
-      expectSubscriptions(e1.subscriptions).toBe(e1subs);
+    const fatal = new Error('DEVICE_FATAL');
+    testScheduler.run((helpers) => {
+      const { channel, A, B } = twoCqs(helpers, { completions: '--a' });
+      cqs.push(A, B);
+      helpers.cold('-----x').subscribe(() => channel.fail(fatal));
+      const out$ = channel.events$.pipe(ackEvents({ every: 1 }), rearm(), tap((e) => void e.cq.poll()), map(byCq));
+      helpers.expectObservable(out$).toBe('--a--#', { a: 'A' }, fatal);
     });
   });
 
-  it('should error, and unsubscribe from the source, when arming throws', () => {
-    const boom = new Error('EINVAL');
-    B.failArm = boom;
-    testScheduler.run(({ hot, expectObservable, expectSubscriptions }) => {
-      const e1 = hot('  --a--b--a--|', { a: A.event(), b: B.event() });
-      const e1subs = '  ^----!      ';
-      const expected = '--a--#      ';
-      expectObservable(e1.pipe(rearm())).toBe(expected, { a: A.event() }, boom);
-      expectSubscriptions(e1.subscriptions).toBe(e1subs);
+  it('should error when arming throws (an overrun CQ), and the event still gets acked', () => {
+    let cq: VirtualCq | undefined;
+    const errors: unknown[] = [];
+    testScheduler.run((helpers) => {
+      const { channel, A, B } = twoCqs(helpers, {}, { cqe: 1, completions: '-(bc)' }); // b fires; c overruns
+      cq = B;
+      cqs.push(A);
+      helpers.cold('---x').subscribe(() => channel.events$.pipe(rearm()).subscribe({ error: (e) => errors.push(e) }));
     });
-    expect(log).toEqual(['A:arm@2']);
+    expect(errors).toEqual([expect.any(CqOverrunError)]);
+    // No ackEvents() took the event over: rearm() acked it before failing.
+    expect(cq!.unacked).toBe(0);
+    expect(cq!.eventsRaised).toBe(1);
   });
 
   it('should allow unsubscribing explicitly and early', () => {
-    testScheduler.run(({ hot, expectObservable, expectSubscriptions }) => {
-      const e1 = hot('  --a--b--a--|', { a: A.event(), b: B.event() });
-      const unsub = '   ------!     ';
-      const e1subs = '  ^-----!     ';
-      const expected = '--a--b-     ';
-      expectObservable(e1.pipe(rearm()), unsub).toBe(expected, { a: A.event(), b: B.event() });
-      expectSubscriptions(e1.subscriptions).toBe(e1subs);
+    testScheduler.run((helpers) => {
+      const { channel, A, B } = twoCqs(helpers, { completions: '--a-----a' }, { completions: '-----b' });
+      cqs.push(A, B);
+      const out$ = channel.events$.pipe(ackEvents({ every: 8 }), rearm(), tap((e) => void e.cq.poll()), map(byCq));
+      helpers.expectObservable(out$, '------!').toBe('--a--b', { a: 'A', b: 'B' });
+      expectArms(helpers, A, 'a-a------'); // nothing after the unsubscribe
     });
-    expect(log).toEqual(['A:arm@2', 'B:arm@5']);
   });
 
   it('should arm re-entrant events in order', () => {
-    const source = new Subject<CqEvent>();
+    const { channel, A, B } = twoCqs(undefined);
+    cqs.push(A, B);
     const seen: string[] = [];
-    source.pipe(rearm()).subscribe((e) => {
-      const name = (e.cq as FakeCq).name;
-      seen.push(name);
-      log.push(`next:${name}`);
-      if (name === 'A') source.next(B.event());
+    channel.events$.pipe(ackEvents({ every: 1 }), rearm()).subscribe((e) => {
+      seen.push(`${e.context}:${e.cq.isArmed ? 'armed' : 'unarmed'}`);
+      while (e.cq.poll().length > 0);
+      if (e.cq === A) B.addCompletions({}); // B's event is raised while A's is being handled
     });
-    source.next(A.event());
-    expect(seen).toEqual(['A', 'B']);
-    expect(log).toEqual(['A:arm@0', 'next:A', 'B:arm@0', 'next:B']);
+    A.addCompletions({});
+    expect(seen).toEqual(['A:armed', 'B:armed']);
   });
 });

@@ -1,4 +1,4 @@
-import { asapScheduler, asyncScheduler, SchedulerAction, SchedulerLike, Subject } from 'rxjs';
+import { asapScheduler, asyncScheduler, SchedulerAction, SchedulerLike, share, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { steer } from '../../../src/operators';
 
@@ -88,18 +88,21 @@ describe('steer', () => {
   });
 
   it('should deliver items pushed during delivery after the current ones (re-entrancy)', () => {
-    testScheduler.run(({ expectObservable }) => {
+    testScheduler.run(({ expectObservable, time }) => {
       const source = new Subject<string>();
-      const seen: string[] = [];
-      source.pipe(steer({ by: byKey, to: () => asapScheduler })).subscribe((item) => {
-        seen.push(item);
-        if (item === 'a1') source.next('a3');
+      // One steer shared by the recording subscriber and the one that pushes
+      // a3 from inside the delivery of a1, subscribed after it.
+      const result = source.pipe(steer({ by: byKey, to: () => asapScheduler }), share());
+      expectObservable(result).toBe('--(abc)', { a: 'a1', b: 'a2', c: 'a3' });
+      testScheduler.schedule(() => {
+        result.subscribe((item) => {
+          if (item === 'a1') source.next('a3');
+        });
       });
-      source.next('a1');
-      source.next('a2');
-      expectObservable(source).toBe('-');
-      testScheduler.flush();
-      expect(seen).toEqual(['a1', 'a2', 'a3']);
+      testScheduler.schedule(() => {
+        source.next('a1');
+        source.next('a2');
+      }, time('--|'));
     });
   });
 

@@ -5,7 +5,7 @@ import { expectAcks, expectArms, VirtualCq, virtualCq, wrIdsOf } from '../../../
 import { WorkCompletionError } from '../../../src/verbs/errors';
 
 /** The explicit completion loop of DESIGN §3, marble-tested with the kit. */
-describe('sample pipeline: rearm -> ackEvents -> drainCq -> batchCompletions', () => {
+describe('sample pipeline: ackEvents -> rearm -> drainCq -> batchCompletions', () => {
   let testScheduler: TestScheduler;
 
   beforeEach(() => {
@@ -22,8 +22,8 @@ describe('sample pipeline: rearm -> ackEvents -> drainCq -> batchCompletions', (
       });
       cq.requestNotify(); // the initial arm, as in rdma-core's loop
       const result = cq.channel.events$.pipe(
-        rearm(),
         ackEvents({ every: 3 }),
+        rearm(),
         drainCq({ max: 4 }),
         batchCompletions(),
         map(wrIdsOf),
@@ -43,8 +43,8 @@ describe('sample pipeline: rearm -> ackEvents -> drainCq -> batchCompletions', (
       cq = virtualCq(helpers, { completions: '--a--', values: { a: { wrId: 1 } } });
       cq.requestNotify();
       const result = cq.channel.events$.pipe(
-        rearm(),
         ackEvents({ every: 1 }),
+        rearm(),
         drainCq({ max: 1 }),
         map((batch) => {
           // The device completes another WR while we handle this one: the
@@ -69,7 +69,7 @@ describe('sample pipeline: rearm -> ackEvents -> drainCq -> batchCompletions', (
         values: { a: { wrId: 1 }, b: [{ wrId: 2 }, { wrId: 3, status: 10 }] },
       });
       cq.requestNotify();
-      const result = cq.channel.events$.pipe(rearm(), ackEvents({ every: 8 }), drainCq(), batchCompletions(), failOnError());
+      const result = cq.channel.events$.pipe(ackEvents({ every: 8 }), rearm(), drainCq(), batchCompletions(), failOnError());
       const errors: unknown[] = [];
       result.pipe(map(wrIdsOf)).subscribe({ error: (e) => errors.push(e) });
       helpers.flush();

@@ -127,6 +127,22 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
     expect(() => cq.assertInvariants()).toThrow(/overrun/);
   });
 
+  it('should refuse to close with unacked events (EBUSY), then refuse every verb (EBADF)', () => {
+    const cq = virtualCq(undefined);
+    cq.channel.events$.subscribe();
+    cq.requestNotify();
+    cq.addCompletions({});
+    expect(() => cq.close()).toThrow(expect.objectContaining({ code: 'EBUSY' }));
+    expect(cq.closed).toBe(false);
+    cq.ack(1);
+    cq.close();
+    cq.close(); // idempotent
+    expect(cq.closed).toBe(true);
+    for (const verb of [() => cq.requestNotify(), () => cq.poll(), () => cq.ack(1)]) {
+      expect(verb).toThrow(expect.objectContaining({ code: 'EBADF' }));
+    }
+  });
+
   it('should record arms and acks for expectArms / expectAcks, setup arms at frame 0', () => {
     testScheduler.run((helpers) => {
       const cq = virtualCq(helpers, { completions: '---a---b' });
@@ -140,11 +156,71 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
 
   describe('assertInvariants', () => {
     it('should pass for the correct loop', () => {
+      let cq = virtualCq(undefined);
       testScheduler.run((helpers) => {
-        const cq = virtualCq(helpers, { completions: '--a--b--' });
+        cq = virtualCq(helpers, { completions: '--a--b--' });
         cq.requestNotify();
-        cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq()).subscribe();
+        const out$ = cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq(), map(wrIdsOf));
+        helpers.expectObservable(out$).toBe('--x--y--', { x: [1], y: [2] });
       });
+      expect([cq.eventsRaised, cq.unacked, cq.depth, cq.isArmed]).toEqual([2, 0, 0, true]);
+      expect(() => cq.assertInvariants()).not.toThrow();
+    });
+
+    it('should name the completions a re-arm-then-poll-once pipeline strands in an armed CQ', () => {
+      let cq = virtualCq(undefined);
+      testScheduler.run((helpers) => {
+        cq = virtualCq(helpers, { name: 'recv', completions: '--(abc)' });
+        cq.requestNotify(); // a fires it; the event waits until someone subscribes
+        const pollOnce = map((e: { cq: typeof cq }) => e.cq.poll(1)); // wrong: not until empty
+        helpers.cold('----x').subscribe(() => {
+          cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), pollOnce).subscribe();
+        });
+      });
+      expect(cq.isArmed).toBe(true); // armed, so the old check called it covered
+      expect(() => cq.assertInvariants()).toThrow(
+        /2 completion\(s\) stranded on CQ 'recv' \(wr_id 2, 3\): queued before the last arm at frame 4 and not polled since/,
+      );
+    });
+
+    it('should name the completion a drain-then-arm pipeline strands', () => {
+      let cq = virtualCq(undefined);
+      testScheduler.run((helpers) => {
+        cq = virtualCq(helpers, { completions: '--a' });
+        cq.requestNotify();
+        cq.channel.events$
+          .pipe(ackEvents({ every: 1 }))
+          .subscribe((e) => {
+            while (e.cq.poll().length > 0); // drains first ...
+            e.cq.addCompletions({ wrId: 7 }); // ... a completion lands in between ...
+            e.cq.requestNotify(); // ... and the arm does not fire for it
+          });
+      });
+      const check = () => cq.assertInvariants();
+      expect(check).toThrow(/drained at frame 2 while not armed/);
+      expect(check).toThrow(/1 completion\(s\) stranded on CQ 'cq\d+' \(wr_id 7\): queued before the last arm at frame 2/);
+    });
+
+    it('should say that acks may be held by a live ackEvents subscription', () => {
+      const cq = virtualCq(undefined);
+      const sub = cq.channel.events$.pipe(ackEvents({ every: 8 }), rearm(), drainCq()).subscribe();
+      cq.requestNotify();
+      cq.addCompletions({});
+      expect(() => cq.assertInvariants()).toThrow(/1 event\(s\) .* never acked \(a live ackEvents\(\) subscription holds its batch/);
+      sub.unsubscribe(); // flushes the batch
+      expect(() => cq.assertInvariants()).not.toThrow();
+    });
+
+    it('should print virtual frames inside TestScheduler.run, and no wall-clock number outside it', () => {
+      const outside = virtualCq(undefined);
+      outside.poll();
+      expect(() => outside.assertInvariants()).toThrow(/- drained while not armed/);
+      let inside = virtualCq(undefined);
+      testScheduler.run((helpers) => {
+        inside = virtualCq(helpers);
+        helpers.cold('---x').subscribe(() => inside.poll());
+      });
+      expect(() => inside.assertInvariants()).toThrow(/- drained at frame 3 while not armed/);
     });
 
     it('should catch a pipeline that never acks', () => {
@@ -165,7 +241,7 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
         cq.channel.events$.pipe(ackEvents({ every: 1 }), drainCq()).subscribe();
       });
       expect(() => cq.assertInvariants()).toThrow(/drained at frame 2 while not armed/);
-      expect(() => cq.assertInvariants()).toThrow(/1 completion\(s\) stranded/);
+      expect(() => cq.assertInvariants()).toThrow(/1 completion\(s\) stranded on CQ 'cq\d+' \(wr_id 2\): queued while the CQ is not armed/);
     });
 
     it('should accept a drain while an event raised after the arm is still on its way', () => {
@@ -174,7 +250,7 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
       cq.addCompletions({ wrId: 1 }); // fires: the event waits in the channel
       expect(wrIdsOf(cq.poll())).toEqual([1]);
       expect(cq.poll().length).toBe(0); // unarmed, but an event will make someone poll
-      cq.channel.events$.pipe(rearm(), ackEvents({ every: 1 }), drainCq()).subscribe();
+      cq.channel.events$.pipe(ackEvents({ every: 1 }), rearm(), drainCq()).subscribe();
       expect(() => cq.assertInvariants()).not.toThrow();
     });
   });

@@ -26,10 +26,11 @@ class IbverbsProvider final : public Provider {
  public:
   const char* name() const override { return kName; }
   std::vector<DeviceInfo> list_devices() override { return {}; }
-  std::unique_ptr<Context> open(const std::string&) override {
+  std::unique_ptr<Context> open(const std::string& device) override {
     throw VerbsError(ENODEV, "ibv_open_device",
-                     "rx-verbs was built without rdma-core headers (install "
-                     "libibverbs-dev and rebuild)");
+                     "no RDMA device named '" + device +
+                         "' (rx-verbs was built without rdma-core headers: "
+                         "install libibverbs-dev and rebuild)");
   }
 };
 
@@ -120,7 +121,8 @@ class IbverbsProvider final : public Provider {
     std::string why;
     const ibv::Api* a = ibv::api(&why);
     if (a == nullptr)
-      throw VerbsError(ENODEV, "ibv_open_device", why);
+      throw VerbsError(ENODEV, "ibv_open_device",
+                       "no RDMA device named '" + device + "' (" + why + ")");
     DeviceList list(*a);
     ibv_device* dev = nullptr;
     std::string names;

@@ -20,6 +20,11 @@
 //      plain req_notify() take only this lock.
 //   5. ChCore::mu: a channel's event queue and the per-CQ event counters.
 //   CtxCore::amu (async events) is a leaf: taken alone or under G.
+// Data movement: a device thread copies large payloads with G released
+// (soft_engine.cc), so unrelated contexts never wait on it. While it does,
+// every MR whose memory the copy touches and both QPs have `busy` > 0 (G);
+// whatever would free or reuse them (dereg, QP destroy) first waits on
+// fabric_cv() until `busy` is 0, so a copy never touches freed memory.
 // Lifetimes: handles (the objects the addon owns through unique_ptr) hold a
 // shared_ptr to their core; a core holds shared_ptrs to its parents only.
 // No cycles, and any destruction order is memory-safe. Non-owning raw
@@ -66,6 +71,12 @@ constexpr uint64_t kMaxMsgSize = 1ull << 31;
 constexpr uint32_t kNoEvent = UINT32_MAX;
 
 std::mutex& fabric_mutex();
+// Notified (under G) whenever a `busy` count drops to zero.
+std::condition_variable& fabric_cv();
+// G held through `g`. Waits until no in-flight copy uses the object.
+inline void wait_unused(ULock& g, const uint32_t& busy) {
+  while (busy) fabric_cv().wait(g);
+}
 
 [[noreturn]] void fail(int err, const char* verb, const std::string& detail = "");
 
@@ -229,6 +240,14 @@ struct MrCore {
   uint32_t access = 0;
   uint32_t key = 0;
   bool registered = false;  // G: present in dev->mrs
+  // G: the JS buffer behind it was detached (the addon saw it), or the
+  // holder the addon asked us to watch is the memory's last one (no JS
+  // ArrayBuffer owns it any more). Either way the device refuses to touch it.
+  bool detached = false;
+  bool watched = false;
+  std::weak_ptr<void> owner;
+  bool gone() const { return detached || (watched && owner.use_count() <= 1); }
+  uint32_t busy = 0;  // G: in-flight copies using this memory
 };
 
 // ---- queue pair ------------------------------------------------------------
@@ -246,6 +265,7 @@ struct SendSlot {
 };
 struct RecvSlot {
   uint64_t wr_id = 0;
+  uint64_t seq = 0;  // tells a copy outside G that its receive is still the head
   uint32_t nsge = 0;
 };
 
@@ -280,6 +300,7 @@ struct QpCore {
   std::vector<Sge> rq_sge;
   uint32_t rq_head = 0;
   uint32_t rq_count = 0;
+  uint64_t rq_seq = 0;
 
   Sge* sq_sges(uint32_t i) { return sq_sge.data() + size_t(i) * cap.max_send_sge; }
   uint8_t* sq_inline(uint32_t i) { return sq_inl.data() + size_t(i) * cap.max_inline_data; }
@@ -294,6 +315,9 @@ struct QpCore {
   std::vector<QpCore*> waiters;       // G+mu: requesters waiting for our receives
   uint64_t route_gen = 0;
   QpCore* route_cache = nullptr;
+  // G: a device thread holds it in its turn or copies to it without G;
+  // destroy waits for 0 (see "Data movement" above).
+  uint32_t busy = 0;
 };
 
 // The requester's completion opcode for a WR opcode.

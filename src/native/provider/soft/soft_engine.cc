@@ -7,6 +7,11 @@
 // The thread sleeps on a condition variable when nothing is runnable and
 // wakes for: a post to an RTS QP, a receive posted where a requester waits
 // in RNR, a timer (finite RNR retry, injected delay), or stop.
+//
+// G is process-wide: every context's verbs take it. So a turn is bounded by
+// bytes as well as WRs, and a payload above kLockedCopy is copied with G
+// released (the MRs and QPs it uses marked busy, see soft_core.h): one
+// context's bulk transfers never make another context's verbs wait.
 #include <algorithm>
 #include <cstring>
 
@@ -19,6 +24,12 @@ namespace {
 
 constexpr int kBatch = 256;   // WRs per hold of G before letting verbs in
 constexpr int kPerQp = 64;    // WRs per QP per turn, for fairness
+// Bytes per turn (at least one WR always runs): bounds how long G is held
+// for small copies and how long one QP's big WRs keep the others waiting.
+constexpr uint64_t kTurnBytes = 1u << 20;
+// Copies up to this size run under G (cheaper than releasing it); larger
+// ones run without it. kTurnBytes bounds the sum of the small ones.
+constexpr uint64_t kLockedCopy = 64u << 10;
 // IB min_rnr_timer encoding (microseconds), clamped to 100us..1ms: long
 // enough to be a real back-off, short enough that tests stay fast.
 std::chrono::microseconds rnr_delay(uint8_t code) {
@@ -77,17 +88,22 @@ bool in_bounds(const MrCore* mr, uint64_t addr, uint64_t len) {
   return addr >= mr->addr && len <= mr->length && addr - mr->addr <= mr->length - len;
 }
 
+// The MRs whose memory the current WR's copy touches (filled by the checks).
+thread_local std::vector<MrCore*> t_mrs;
+
 // Checks the SGEs the data reaches (the first `reach` bytes): key known on
-// this device, MR in the QP's PD, access allowed, range inside the MR.
+// this device, MR in the QP's PD and not detached, access allowed, range
+// inside the MR. Adds the MRs it passes to t_mrs.
 bool check_local(DeviceCore* dev, PdCore* pd, const Sge* sg, uint32_t n, uint32_t need,
                  uint64_t reach) {
   uint64_t off = 0;
   for (uint32_t i = 0; i < n && off < reach; ++i) {
     auto it = dev->mrs.find(sg[i].lkey);
     if (it == dev->mrs.end()) return false;
-    const MrCore* mr = it->second;
-    if (mr->pd.get() != pd || (mr->access & need) != need) return false;
+    MrCore* mr = it->second;
+    if (mr->pd.get() != pd || (mr->access & need) != need || mr->gone()) return false;
     if (sg[i].length && !in_bounds(mr, sg[i].addr, sg[i].length)) return false;
+    if (sg[i].length) t_mrs.push_back(mr);
     off += sg[i].length;
   }
   return true;
@@ -97,8 +113,11 @@ bool check_remote(QpCore* r, uint32_t rkey, uint64_t addr, uint64_t len, uint32_
   DeviceCore* dev = r->ctx->dev.get();
   auto it = dev->mrs.find(rkey);
   if (it == dev->mrs.end()) return false;
-  const MrCore* mr = it->second;
-  return mr->pd == r->pd && (mr->access & need) == need && in_bounds(mr, addr, len);
+  MrCore* mr = it->second;
+  if (mr->pd != r->pd || (mr->access & need) != need || mr->gone() || !in_bounds(mr, addr, len))
+    return false;
+  t_mrs.push_back(mr);
+  return true;
 }
 
 // Both lists cover at least `total` bytes (checked by the callers).
@@ -115,6 +134,35 @@ void sg_copy(const Sge* src, const Sge* dst, uint64_t total) {
     dof += n;
     total -= n;
   }
+}
+
+// Both lists snapshotted: once G is released the rings they live in may be
+// flushed and refilled by new posts.
+thread_local std::vector<Sge> t_src, t_dst;
+
+// G held through gl. Moves `total` bytes from src to dst (the MRs involved
+// are in t_mrs, checked). A large copy runs with G released: the MRs and the
+// responder are marked busy, so dereg and destroy wait for it, and the
+// completions staged so far are published first (their CQs may go once G
+// is free). The caller re-checks its WRs afterwards: QPs may have been
+// flushed or reset meanwhile.
+void move_bytes(ULock& gl, QpCore* r, const Sge* src, uint32_t ns, const Sge* dst, uint32_t nd,
+                uint64_t total) {
+  if (total <= kLockedCopy) {
+    sg_copy(src, dst, total);
+    return;
+  }
+  t_src.assign(src, src + ns);
+  t_dst.assign(dst, dst + nd);
+  publish_all();
+  for (MrCore* m : t_mrs) ++m->busy;
+  ++r->busy;
+  gl.unlock();
+  sg_copy(t_src.data(), t_dst.data(), total);
+  gl.lock();
+  bool idle = --r->busy == 0;
+  for (MrCore* m : t_mrs) idle |= --m->busy == 0;
+  if (idle) fabric_cv().notify_all();
 }
 
 // Completes the requester's head WR. The responder-side work that preceded
@@ -142,12 +190,14 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
   if (status != wc_status::SUCCESS) qp_to_error(s, kNoEvent);
 }
 
-// Consumes the responder's head receive WR.
-void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint32_t byte_len,
-                   bool has_imm, uint32_t imm, bool solicited) {
+// Consumes the responder's head receive WR if it is still the one with
+// `seq` (a copy outside G may have seen it flushed); false when it is not.
+bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t opcode,
+                   uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited) {
   RecvSlot w;
   {
     Guard l(r->mu);
+    if (!r->rq_count || r->rq[r->rq_head].seq != seq) return false;
     w = r->rq[r->rq_head];
     r->rq_head = r->rq_head + 1 == r->rq.size() ? 0 : r->rq_head + 1;
     --r->rq_count;
@@ -166,6 +216,16 @@ void recv_complete(QpCore* r, QpCore* s, uint32_t status, uint32_t opcode, uint3
     }
   }
   stage(r->rcq.get(), wc, solicited, true);
+  return true;
+}
+
+// The responder's head receive (index and seq); false when its RQ is empty.
+bool recv_head(QpCore* r, uint32_t* idx, uint64_t* seq) {
+  Guard l(r->mu);
+  if (!r->rq_count) return false;
+  *idx = r->rq_head;
+  *seq = r->rq[r->rq_head].seq;
+  return true;
 }
 
 // Receiver not ready. Returns false: the head WR waits (timer or waiter
@@ -193,8 +253,10 @@ bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
   return true;
 }
 
-// Executes the head WR of s. Returns false when it must wait (RNR).
-bool execute_head(QpCore* s) {
+// Executes the head WR of s (G held through gl; it may be released for the
+// copy). Returns false when it must wait (RNR). Adds the bytes it moved to
+// *moved.
+bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
   const uint32_t idx = s->sq_head;
   const SendSlot w = s->sq[idx];
   const uint32_t op = w.opcode;
@@ -214,6 +276,7 @@ bool execute_head(QpCore* s) {
     lns = w.nsge;
   }
   const uint64_t total = sge_total(lsg, lns);
+  t_mrs.clear();
   if (total > kMaxMsgSize) {
     finish(s, w.seq, wc_status::LOC_LEN_ERR, 0);
     return true;
@@ -234,30 +297,31 @@ bool execute_head(QpCore* s) {
   switch (op) {
     case wr_opcode::SEND:
     case wr_opcode::SEND_WITH_IMM: {
-      uint32_t ridx, rcount;
-      {
-        Guard l(r->mu);
-        ridx = r->rq_head;
-        rcount = r->rq_count;
-      }
-      if (!rcount) return rnr(s, r, w.seq);
+      uint32_t ridx;
+      uint64_t rseq;
+      if (!recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
       // Occupied slots only change under G, which we hold.
       const Sge* rsg = r->rq_sges(ridx);
       const uint32_t rns = r->rq[ridx].nsge;
       if (total > sge_total(rsg, rns)) {
-        recv_complete(r, s, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
+        recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
         qp_to_error(r, kNoEvent);
         finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
         return true;
       }
       if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, total)) {
-        recv_complete(r, s, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
+        recv_complete(r, s, rseq, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
         qp_to_error(r, kNoEvent);
         finish(s, w.seq, wc_status::REM_OP_ERR, 0);
         return true;
       }
-      sg_copy(lsg, rsg, total);
-      recv_complete(r, s, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(total), imm, w.imm, sol);
+      move_bytes(gl, r, lsg, lns, rsg, rns, total);
+      *moved += total;
+      // The responder was flushed or reset during the copy: no one took it.
+      if (!recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(total), imm, w.imm, sol)) {
+        finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
+        return true;
+      }
       finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
       return true;
     }
@@ -270,14 +334,9 @@ bool execute_head(QpCore* s) {
         finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
         return true;
       }
-      if (imm) {
-        uint32_t rcount;
-        {
-          Guard l(r->mu);
-          rcount = r->rq_count;
-        }
-        if (!rcount) return rnr(s, r, w.seq);
-      }
+      uint32_t ridx = 0;
+      uint64_t rseq = 0;
+      if (imm && !recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
       if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_WRITE)) {
         qp_to_error(r, async_event::QP_ACCESS_ERR);
         finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
@@ -287,12 +346,15 @@ bool execute_head(QpCore* s) {
         Sge dst;
         dst.addr = w.remote_addr;
         dst.length = uint32_t(total);
-        sg_copy(lsg, &dst, total);
+        move_bytes(gl, r, lsg, lns, &dst, 1, total);
+        *moved += total;
       }
       // byte_len of RECV_RDMA_WITH_IMM is the write's length (rxe, mlx5).
-      if (imm)
-        recv_complete(r, s, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM, uint32_t(total), true,
-                      w.imm, sol);
+      if (imm && !recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM,
+                                uint32_t(total), true, w.imm, sol)) {
+        finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
+        return true;
+      }
       finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
       return true;
     }
@@ -311,7 +373,8 @@ bool execute_head(QpCore* s) {
         Sge src;
         src.addr = w.remote_addr;
         src.length = uint32_t(total);
-        sg_copy(&src, lsg, total);
+        move_bytes(gl, r, &src, 1, lsg, lns, total);
+        *moved += total;
       }
       finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
       return true;
@@ -331,11 +394,12 @@ bool runnable(QpCore* q) {
          !q->ctx->fatal.load(std::memory_order_relaxed) && sq_pending(q);
 }
 
-// G held. Runs up to `max` WRs of q. Returns how many completed.
-int run_qp(QpCore* q, int max) {
+// G held through gl. Runs up to `max` WRs of q, stopping early once the
+// turn's byte budget is spent. Returns how many completed.
+int run_qp(ULock& gl, QpCore* q, int max, uint64_t* budget) {
   if (timed(q)) return 0;  // the timer reschedules it
   int n = 0;
-  while (n < max) {
+  while (n < max && *budget) {
     if (!runnable(q)) return n;
     // The head slot is occupied, and only G holders consume.
     const int64_t nb = q->sq[q->sq_head].not_before_ns;
@@ -346,7 +410,10 @@ int run_qp(QpCore* q, int max) {
         return n;
       }
     }
-    if (!execute_head(q)) return n;
+    uint64_t moved = 0;
+    const bool done = execute_head(gl, q, &moved);
+    *budget -= std::min(*budget, moved);
+    if (!done) return n;
     ++n;
   }
   if (runnable(q)) schedule(q);  // more to do: back of the line
@@ -399,12 +466,18 @@ void engine_main(CtxCore* c) {
         QpCore* q = c->ready.front();
         c->ready.pop_front();
         q->in_ready = false;
+        ++q->busy;  // G may be released during the turn: destroy waits
         turn.push_back(q);
       }
     }
+    uint64_t budget = kTurnBytes;
     for (QpCore* q : turn) {
-      run_qp(q, kPerQp);
+      if (budget)
+        run_qp(gl, q, kPerQp, &budget);
+      else if (runnable(q))
+        schedule(q);  // the turn's bytes are spent: back of the line
       publish_all();
+      if (--q->busy == 0) fabric_cv().notify_all();
     }
   }
 }

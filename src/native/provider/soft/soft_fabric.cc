@@ -16,6 +16,11 @@ std::mutex& fabric_mutex() {
   return *m;
 }
 
+std::condition_variable& fabric_cv() {
+  static std::condition_variable* cv = new std::condition_variable;
+  return *cv;
+}
+
 Fabric& fabric() {
   static Fabric* f = new Fabric;
   return *f;

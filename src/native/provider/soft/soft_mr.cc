@@ -1,6 +1,7 @@
-// Memory region deregistration. Taking G waits for the device thread's
-// current batch, so once destroy() returns no WR can touch the memory: the
-// key is gone from the device table that every access goes through.
+// Memory region deregistration. Once destroy() returns no WR can touch the
+// memory: the key is gone from the device table that every access goes
+// through, and a copy already under way (outside G) has finished: both wait
+// for the MR's busy count under G.
 #include "soft_objects.h"
 
 namespace rxv {
@@ -17,12 +18,25 @@ static void release(MrCore* m) {
 }
 
 void SoftMr::destroy() {
-  Guard g(fabric_mutex());
+  ULock g(fabric_mutex());
+  wait_unused(g, core->busy);
   release(core.get());
 }
 
-SoftMr::~SoftMr() {
+void SoftMr::mark_detached() {
   Guard g(fabric_mutex());
+  core->detached = true;
+}
+
+void SoftMr::watch_owner(std::weak_ptr<void> owner) {
+  Guard g(fabric_mutex());
+  core->owner = std::move(owner);
+  core->watched = true;
+}
+
+SoftMr::~SoftMr() {
+  ULock g(fabric_mutex());
+  wait_unused(g, core->busy);
   release(core.get());
 }
 

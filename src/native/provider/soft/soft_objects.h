@@ -44,6 +44,8 @@ class SoftMr final : public Mr {
   size_t length() const override { return size_t(core->length); }
   uint32_t access() const override { return core->access; }
   void destroy() override;
+  void mark_detached() override;
+  void watch_owner(std::weak_ptr<void> owner) override;
   std::shared_ptr<MrCore> core;
 };
 

@@ -427,6 +427,7 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
       if (idx >= q->rq.size()) idx -= uint32_t(q->rq.size());
       RecvSlot& s = q->rq[idx];
       s.wr_id = w.wr_id;
+      s.seq = ++q->rq_seq;
       s.nsge = uint32_t(w.sg.size());
       if (s.nsge) std::memcpy(q->rq_sges(idx), w.sg.data(), s.nsge * sizeof(Sge));
       ++q->rq_count;
@@ -469,8 +470,10 @@ static void release(QpCore* q) {
 }
 
 void SoftQp::destroy() {
-  Guard g(fabric_mutex());
+  ULock g(fabric_mutex());
   QpCore* q = core.get();
+  if (q->dead) return;
+  wait_unused(g, q->busy);
   if (q->dead) return;
   if (size_t n = async_unacked(q->ctx.get(), q->handle))
     fail(EBUSY, "ibv_destroy_qp", std::to_string(n) + " async event(s) naming this QP not acknowledged");
@@ -478,7 +481,8 @@ void SoftQp::destroy() {
 }
 
 SoftQp::~SoftQp() {
-  Guard g(fabric_mutex());
+  ULock g(fabric_mutex());
+  wait_unused(g, core->busy);
   if (!core->dead) release(core.get());
 }
 

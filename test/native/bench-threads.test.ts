@@ -1,0 +1,45 @@
+import { itSoft } from '../helpers/device';
+import { lastJson, runFixture } from '../helpers/child-run';
+
+/** Runs one scenario of the hostile-bench fixture and checks that the child ended normally. */
+async function scenario(name: string): Promise<Record<string, unknown>> {
+  const r = await runFixture('bench-hostile.js', [name]);
+  expect(r.signal).toBeNull();
+  expect(r.stderr).not.toMatch(/terminate called|FATAL ERROR|rx-verbs: .*dropped/);
+  expect(r.code).toBe(0);
+  return lastJson(r);
+}
+
+// The native benchmark baselines run threads over objects JS owns (issue 16,
+// item 7); under `npm run test:asan` these also show no use after close.
+// The bench runs on soft devices only.
+describe('benchmark threads under hostile JavaScript', () => {
+  itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
+    const out = await scenario('counter');
+    expect(out.counterBytes).toBeGreaterThanOrEqual(64);
+    expect(out.after).toBeGreaterThanOrEqual(2000);
+  });
+
+  itSoft('closing the context, PD or CQ under a running producer and echo is refused (EBUSY)', async () => {
+    const out = await scenario('close');
+    expect(out.errors).toEqual({ cq: 'EBUSY', pd: 'EBUSY', ctx: 'EBUSY' });
+    expect(out.closedAfter).toBe(true);
+    expect(out.naive).toBe(true); // the naive binding delivered alongside
+  });
+
+  itSoft('the handles keep the objects their threads use alive through GC, and release them when dropped', async () => {
+    const out = await scenario('drop');
+    expect(out.aliveWhileHeld).toEqual({ ctx: true, cq: true, pd: true });
+    expect(out.live).toBe(0);
+  });
+
+  itSoft('the process exits cleanly with the threads running', async () => {
+    const out = await scenario('exit');
+    expect(out.exiting).toBe(true);
+  });
+
+  itSoft('workers running the threads are terminated cleanly', async () => {
+    const out = await scenario('worker');
+    expect(out.cycles).toBe(5);
+  });
+});
