@@ -67,7 +67,9 @@ if [ "${RXV_ASAN_SKIP_BUILD:-0}" != 1 ] || [ ! -f "$ADDON" ]; then
     say "build failed (full log: $OUT/build.log)"
     exit 1
   fi
-  if ! nm -D "$ADDON" | grep -q __asan_init; then
+  # Not `grep -q`: it exits at the first match, nm dies of SIGPIPE and
+  # pipefail turns the match into a failure. grep to /dev/null reads it all.
+  if ! nm -D "$ADDON" | grep __asan_init >/dev/null; then
     say "the addon at $ADDON is not instrumented (no __asan_init): RXV_SANITIZE did not reach binding.gyp"
     exit 1
   fi

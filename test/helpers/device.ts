@@ -98,6 +98,13 @@ export function region(pd: Pd, size: number, access: Parameters<Pd['registerMemo
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
+ * How long a child process or worker fixture may take before it counts as
+ * hung: a hang detector, not a speed bound. Under emulation (the rxe VM) a
+ * node start that loads the package takes seconds.
+ */
+export const CHILD_HANG_MS = 90000;
+
+/**
  * Runs `fn` expecting it to throw an error of class `name` (checked by name:
  * errors made by the addon come from another realm than jest's globals).
  */

@@ -311,9 +311,11 @@ describe('bad input: clear errors, the process keeps running, other objects keep
   });
 
   it('native methods called on the wrong receiver throw, never crash (checked in a child process)', async () => {
-    const addon = path.resolve(__dirname, '..', '..', 'build', 'Release', 'rx_verbs.node');
+    // The addon under test, found by the package's own rule (RX_VERBS_ADDON,
+    // else build/): under the sanitizer run that is the instrumented build.
+    const loader = path.resolve(__dirname, '..', '..', 'dist', 'native', 'binding.js');
     const script = `
-      const b = require(${JSON.stringify(addon)});
+      const b = require(${JSON.stringify(loader)}).binding();
       const out = [];
       let calls = 0;
       const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp'];

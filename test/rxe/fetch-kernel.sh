@@ -6,6 +6,9 @@
 # names a kernel version. Needs apt lists (apt-get update) but not root.
 # usage: fetch-kernel.sh [--force]
 set -euo pipefail
+# Under pipefail a reader that stops early (`head`, `grep -q`, `grep -m1`)
+# can kill the writer with SIGPIPE and fail the pipeline by chance: take the
+# first line with `sed -n 1p`, which reads its whole input.
 . "$(dirname "$0")/lib.sh"
 
 # Modules the guest loads; their dependencies are added from modinfo.
@@ -19,9 +22,9 @@ command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && command -v mo
 meta=linux-image-amd64
 # The image package the meta package depends on, e.g. linux-image-6.1.0-57-amd64
 image=$(apt-cache show --no-all-versions "$meta" 2>/dev/null \
-  | sed -n 's/^Depends: //p' | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep -m1 '^linux-image-' || true)
+  | sed -n 's/^Depends: //p' | tr ',' '\n' | sed 's/^ *//; s/ .*//' | grep '^linux-image-' | sed -n 1p || true)
 [ -n "$image" ] || rxe_die "cannot resolve $meta (no apt lists? run: apt-get update)"
-version=$(apt-cache show --no-all-versions "$image" | sed -n 's/^Version: //p' | head -1)
+version=$(apt-cache show --no-all-versions "$image" | sed -n 's/^Version: //p' | sed -n 1p)
 want_stamp="$image $version $WANTED"
 
 if [ "${1:-}" != --force ] && [ -f "$KERNEL_DIR/VERSION" ] && [ "$(cat "$KERNEL_DIR/VERSION")" = "$want_stamp" ]; then
@@ -35,12 +38,12 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"   # apt-get download drops to the _apt user where it can
 rxe_log "downloading $image $version"
 (cd "$work" && apt-get download -q "$image=$version" 2>&1 | grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' >&2 || true)
-deb=$(ls "$work"/*.deb 2>/dev/null | head -1)
+deb=$(ls "$work"/*.deb 2>/dev/null | sed -n 1p)
 [ -n "$deb" ] || rxe_die "apt-get download $image=$version produced no .deb"
 dpkg-deb -x "$deb" "$work/root"
 rm -f "$deb"
 
-kver=$(ls "$work/root/lib/modules" | head -1)
+kver=$(ls "$work/root/lib/modules" | sed -n 1p)
 moddir=$work/root/lib/modules/$kver
 vmlinuz=$work/root/boot/vmlinuz-$kver
 [ -f "$vmlinuz" ] || rxe_die "no boot/vmlinuz-$kver in $image"

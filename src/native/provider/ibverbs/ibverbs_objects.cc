@@ -77,6 +77,22 @@ void ContextState::forget_parent_locked(const void* p) noexcept {
     if (m->pd_ == p) m->pd_ = nullptr;
   for (IbvCq* c : cqs)
     if (c->channel_ == p) c->channel_ = nullptr;
+  for (OrphanCq& o : orphan_cqs)
+    if (o.channel == p) o.channel = nullptr;
+}
+
+void ContextState::retry_orphans_locked() noexcept {
+  if (ctx == nullptr) return;
+  for (auto it = orphan_cqs.begin(); it != orphan_cqs.end();) {
+    if (api->destroy_cq(it->cq) != 0) {
+      ++it;
+      continue;
+    }
+    if (it->channel != nullptr) --it->channel->cq_count;
+    it = orphan_cqs.erase(it);
+  }
+  for (auto it = orphan_channels.begin(); it != orphan_channels.end();)
+    it = api->destroy_comp_channel(*it) == 0 ? orphan_channels.erase(it) : it + 1;
 }
 
 void ContextState::teardown_locked() noexcept {
@@ -86,6 +102,7 @@ void ContextState::teardown_locked() noexcept {
   for (IbvMr* m : mrs) m->release_locked();
   for (IbvPd* p : pds) p->release_locked();
   for (IbvChannel* ch : channels) ch->release_locked();
+  retry_orphans_locked();
   ack_pending_locked([](const ibv_async_event&) { return true; });
   api->close_device(ctx);  // also frees whatever a failed release left
   ctx = nullptr;
@@ -105,8 +122,8 @@ IbvChannel::~IbvChannel() {
 
 void IbvChannel::release_locked() noexcept {
   if (ch_ == nullptr) return;
-  // Fails (EBUSY) while CQs use it; then the fd is reclaimed at close.
-  st_->api->destroy_comp_channel(ch_);
+  // Fails (EBUSY) while CQs use it: then it waits for them as an orphan.
+  if (st_->api->destroy_comp_channel(ch_) != 0) st_->orphan_channels.push_back(ch_);
   ch_ = nullptr;
 }
 
@@ -169,8 +186,13 @@ void IbvCq::release_locked() noexcept {
     return ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == raw;
   });
   async_unacked = 0;
-  if (st_->api->destroy_cq(cq_) == 0 && channel_ != nullptr)
-    --channel_->cq_count;
+  if (st_->api->destroy_cq(cq_) != 0) {
+    // Fails (EBUSY) while QPs use it: then it waits for them as an orphan.
+    st_->orphan_cqs.push_back({cq_, channel_});
+  } else {
+    if (channel_ != nullptr) --channel_->cq_count;
+    st_->retry_orphans_locked();  // it may have been a channel's last CQ
+  }
   cq_ = nullptr;
 }
 
@@ -256,6 +278,7 @@ void IbvCq::destroy() {
   int ret = st_->api->destroy_cq(cq_);
   if (ret != 0) fail(ret, "ibv_destroy_cq", "");
   if (channel_ != nullptr) --channel_->cq_count;
+  st_->retry_orphans_locked();
   cq_ = nullptr;
   st_->cqs.erase(this);
 }
@@ -433,7 +456,10 @@ void IbvQp::release_locked() noexcept {
     return is_qp_event(ev.event_type) && ev.element.qp == raw;
   });
   async_unacked = 0;
-  if (st_->api->destroy_qp(qp_) == 0) drop_qp_refs(this);
+  if (st_->api->destroy_qp(qp_) == 0) {
+    drop_qp_refs(this);
+    st_->retry_orphans_locked();  // it may have been an orphan CQ's last QP
+  }
   qp_ = nullptr;
 }
 
@@ -621,6 +647,7 @@ void IbvQp::destroy() {
   int ret = st_->api->destroy_qp(qp_);
   if (ret != 0) fail(ret, "ibv_destroy_qp", "QP " + std::to_string(qp_num_));
   drop_qp_refs(this);
+  st_->retry_orphans_locked();  // it may have been an orphan CQ's last QP
   qp_ = nullptr;
   st_->qps.erase(this);
 }

@@ -46,6 +46,16 @@ struct ContextState {
   std::set<IbvMr*> mrs;
   std::set<IbvPd*> pds;
   std::set<IbvChannel*> channels;
+  // Handles whose wrapper went away (GC finalizers run in any order) while
+  // other objects still used them, so their destroy verb said EBUSY. They
+  // are destroyed once their users are (retry_orphans_locked): a channel
+  // is a file descriptor of its own, which closing the device does not close.
+  struct OrphanCq {
+    ibv_cq* cq;
+    IbvChannel* channel;  // its wrapper, for cq_count; null once gone
+  };
+  std::vector<OrphanCq> orphan_cqs;
+  std::vector<ibv_comp_channel*> orphan_channels;
   // Async events returned by get_async_event and not yet acked (heap copies;
   // AsyncEvent::native points at one).
   std::set<ibv_async_event*> pending_async;
@@ -56,6 +66,9 @@ struct ContextState {
   void teardown_locked() noexcept;
   // Parent `p` is going away: null every child's pointer to it.
   void forget_parent_locked(const void* p) noexcept;
+  // Destroys the orphans nothing uses any more (CQs first: they hold their
+  // channel). Called after every destroy that may have freed one.
+  void retry_orphans_locked() noexcept;
   // Acks (and frees) pending async events for which pred(ev) holds.
   template <typename Pred>
   void ack_pending_locked(Pred pred) noexcept {
