@@ -6,21 +6,33 @@ const LINK_LAYERS = ['Unspecified', 'InfiniBand', 'Ethernet'];
 
 /** One port of a device, with its non-zero GIDs. */
 export interface PortReport {
+  /** Port number, from 1. */
   port: number;
+  /** `ibv_port_state` name (`'ACTIVE'`, ...). */
   state: string;
+  /** Active path MTU in bytes. */
   activeMtu: number;
+  /** Largest path MTU in bytes. */
   maxMtu: number;
+  /** The port's LID (0 on RoCE). */
   lid: number;
+  /** `'InfiniBand'`, `'Ethernet'` or `'Unspecified'`. */
   linkLayer: string;
+  /** The GID table's entries that are set. */
   gids: { index: number; gid: string }[];
 }
 
 /** One device: what `listDevices()` says of it, its limits and its ports. */
 export interface DeviceReport extends DeviceInfo {
+  /** Firmware version string. */
   fwVer: string;
+  /** Most QPs the device supports. */
   maxQp: number;
+  /** Largest CQ depth. */
   maxCqe: number;
+  /** Largest queue depth of a QP. */
   maxQpWr: number;
+  /** Ports 1..physPortCnt. */
   ports: PortReport[];
 }
 

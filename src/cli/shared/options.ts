@@ -87,7 +87,9 @@ function toNumber(name: string, text: string): number {
   return n;
 }
 
-function isParseArgsError(err: unknown): err is Error {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return err instanceof Error && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+// By its code, not `instanceof`: Node's errors may come from another realm
+// (a vm context, as under jest).
+function isParseArgsError(err: unknown): err is { code: string; message: string } {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  return typeof e?.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_') && typeof e.message === 'string';
 }
