@@ -23,7 +23,11 @@ const OWED = Symbol('rx-verbs.ackOwed');
 /** true: owed; false: taken over or acked; undefined: never marked. */
 type Marked = CqEvent & { [OWED]?: boolean };
 
-/** A channel delivered `event` to its push subscribers: its ack is owed. */
+/**
+ * A channel delivered `event` to its push subscribers: its ack is owed.
+ * Channels call it through `withAckMarks` (src/observables), which wraps
+ * their hot-source driver.
+ */
 export function markOwed(event: CqEvent): void {
   const marked = event as Marked;
   if (marked[OWED] === undefined) marked[OWED] = true;
