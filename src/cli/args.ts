@@ -1,8 +1,14 @@
 /**
- * A small command-line parser: `--name value`, `--name=value`, `--flag`,
- * short aliases, and positionals. Unknown options are errors, so a typo is
- * a one-line message rather than a silently ignored setting.
+ * The option-table shape `rx-verbs bench` (src/cli/commands/bench.ts) was
+ * written against, as a face over ./shared/options so the CLI has one
+ * parser. Kept only until the bench command moves with its suites
+ * (issue 13, item 1); new commands use ./shared/options directly.
  */
+import { helpText as optionsHelp, OptionDef, OptionDefs, parseOptions } from './shared/options';
+
+export { UsageError } from './shared/usage-error';
+
+/** One option, in the array form of the bench command. */
 export interface OptionSpec {
   /** Long name without dashes. */
   name: string;
@@ -12,63 +18,36 @@ export interface OptionSpec {
   type: 'string' | 'number' | 'flag';
   /** Shown in --help. */
   help: string;
+  /** The value when the option is not given. */
   default?: string | number | boolean;
 }
 
 /** What {@link parseArgs} returns. */
 export interface Parsed {
+  /** Values by long name; flags not given are `false`. */
   options: Record<string, string | number | boolean | undefined>;
+  /** Arguments that are not options. */
   positionals: string[];
 }
 
-/** An error in the command line (exit status 2, one-line message). */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-/** Parses `argv` against `specs`. */
+/** Parses `argv` against `specs` (see ./shared/options for the rules). */
 export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[]): Parsed {
-  const options: Parsed['options'] = {};
-  for (const s of specs) options[s.name] = s.default;
-  const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith('-') || arg === '-') {
-      positionals.push(arg);
-      continue;
-    }
-    const [rawName, inline] = arg.startsWith('--') ? splitOnce(arg.slice(2)) : [arg.slice(1), undefined];
-    const spec = specs.find((s) => (arg.startsWith('--') ? s.name === rawName : s.short === rawName));
-    if (!spec) throw new UsageError(`unknown option ${arg}`);
-    if (spec.type === 'flag') {
-      if (inline !== undefined) throw new UsageError(`option --${spec.name} takes no value`);
-      options[spec.name] = true;
-      continue;
-    }
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new UsageError(`option --${spec.name} needs a value`);
-    if (spec.type === 'number') {
-      const n = Number(value);
-      if (!Number.isFinite(n) || value.trim() === '') throw new UsageError(`option --${spec.name} needs a number, got '${value}'`);
-      options[spec.name] = n;
-    } else {
-      options[spec.name] = value;
-    }
-  }
-  return { options, positionals };
+  const { values, positionals } = parseOptions(argv, toDefs(specs));
+  return { options: values, positionals };
 }
 
 /** Formats the options for --help. */
 export function helpText(usage: string, summary: string, specs: readonly OptionSpec[]): string {
-  const lines = specs.map((s) => {
-    const names = `${s.short ? `-${s.short}, ` : '    '}--${s.name}${s.type === 'flag' ? '' : ` <${s.type}>`}`;
-    const dflt = s.default !== undefined && s.type !== 'flag' ? ` (default ${s.default})` : '';
-    return `  ${names.padEnd(28)} ${s.help}${dflt}`;
-  });
-  return `Usage: ${usage}\n\n${summary}\n\nOptions:\n${lines.join('\n')}\n`;
+  return optionsHelp(usage, summary, toDefs(specs));
 }
 
-function splitOnce(s: string): [string, string | undefined] {
-  const at = s.indexOf('=');
-  return at < 0 ? [s, undefined] : [s.slice(0, at), s.slice(at + 1)];
+function toDefs(specs: readonly OptionSpec[]): OptionDefs {
+  const defs: Record<string, OptionDef> = {};
+  for (const s of specs) {
+    const base = { short: s.short, help: s.help };
+    if (s.type === 'flag') defs[s.name] = { ...base, type: 'boolean' };
+    else if (s.type === 'number') defs[s.name] = { ...base, type: 'number', default: s.default as number | undefined };
+    else defs[s.name] = { ...base, type: 'string', default: s.default as string | undefined };
+  }
+  return defs;
 }

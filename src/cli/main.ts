@@ -3,7 +3,7 @@
  * The `rx-verbs` command: devices, demo, pingpong, bench.
  * @packageDocumentation
  */
-import { UsageError } from './args';
+import { UsageError } from './shared/usage-error';
 import { COMMANDS } from './commands';
 
 const USAGE = `Usage: rx-verbs <command> [options]

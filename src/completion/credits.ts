@@ -1,5 +1,5 @@
 import { Observable, Subscription } from 'rxjs';
-import type { WcBatch } from '../verbs/wc-batch';
+import type { WcBatch } from '../core/wc-batch';
 import { CountingCompletion } from './counting-completion';
 
 /** Options of {@link credits}. */

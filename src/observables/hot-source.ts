@@ -1,6 +1,6 @@
 import { Observable, Subscriber, Subscription, TeardownLogic } from 'rxjs';
-import type { Takeable } from '../verbs/interfaces';
-import { BufferOverflowError } from '../verbs/errors';
+import type { Takeable } from '../core/types';
+import { BufferOverflowError } from '../core/errors';
 import { BufferOptions, ResolvedBufferOptions, resolveBufferOptions } from './buffer-options';
 import { RingQueue } from './ring-queue';
 import { spinTake } from './spin-take';

@@ -1,4 +1,4 @@
-import type { Takeable } from '../verbs/interfaces';
+import type { Takeable } from '../core/types';
 
 /**
  * Polls `source.tryTake()` for at most `spinUs` microseconds (a busy loop on

@@ -1,5 +1,5 @@
 import { isObservable, Observable, Subscription, UnaryFunction } from 'rxjs';
-import type { Takeable } from '../verbs/interfaces';
+import type { Takeable } from '../core/types';
 import { BufferOptions } from './buffer-options';
 import { HotSource } from './hot-source';
 

@@ -1,6 +1,6 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
-import { ackAtMost, claimAck } from '../verbs/event-acks';
-import type { CqEvent, CqLike } from '../verbs/interfaces';
+import { ackAtMost, claimAck } from '../core/event-acks';
+import type { CqEvent, CqLike } from '../core/types';
 
 /** Options of {@link ackEvents}. */
 export interface AckEventsOptions {

@@ -1,5 +1,5 @@
 import { asapScheduler, Observable, OperatorFunction, SchedulerLike, Subscription } from 'rxjs';
-import { WcBatch } from '../verbs/wc-batch';
+import { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link batchCompletions}. */
 export interface BatchCompletionsOptions {

@@ -1,7 +1,7 @@
 import { Observable, OperatorFunction } from 'rxjs';
-import { failOnEvent } from '../verbs/event-acks';
-import type { CqEvent } from '../verbs/interfaces';
-import type { WcBatch } from '../verbs/wc-batch';
+import { failOnEvent } from '../core/event-acks';
+import type { CqEvent } from '../core/types';
+import type { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link drainCq}. */
 export interface DrainCqOptions {

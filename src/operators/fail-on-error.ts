@@ -1,6 +1,6 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
-import { WorkCompletionError } from '../verbs/errors';
-import type { WcBatch } from '../verbs/wc-batch';
+import { WorkCompletionError } from '../core/errors';
+import type { WcBatch } from '../core/wc-batch';
 
 /**
  * Turns the first failed work completion into an error: a batch whose

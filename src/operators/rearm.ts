@@ -1,6 +1,6 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
-import { failOnEvent } from '../verbs/event-acks';
-import type { CqEvent } from '../verbs/interfaces';
+import { failOnEvent } from '../core/event-acks';
+import type { CqEvent } from '../core/types';
 
 /** Options of {@link rearm}. */
 export interface RearmOptions {

@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, Observer } from 'rxjs';
-import type { WcBatch } from '../verbs/wc-batch';
+import type { WcBatch } from '../core/wc-batch';
 
 /** Where {@link splitErrors} sends failed completions: a function, or an Observer / Subject. */
 export type WcErrorSink = ((failed: WcBatch) => void) | Partial<Observer<WcBatch>>;

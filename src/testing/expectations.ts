@@ -1,5 +1,5 @@
 import type { RunHelpers } from 'rxjs/testing';
-import type { WcBatch } from '../verbs/wc-batch';
+import type { WcBatch } from '../core/wc-batch';
 import type { VirtualCq } from './virtual-cq';
 
 const DIGITS: Record<string, number> = { 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9 };

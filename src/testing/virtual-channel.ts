@@ -1,7 +1,7 @@
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { RingQueue } from '../observables/ring-queue';
-import { withAckMarks } from '../verbs/event-acks';
-import type { CqEvent } from '../verbs/interfaces';
+import { withAckMarks } from '../observables/with-ack-marks';
+import type { CqEvent } from '../core/types';
 import type { VirtualCq } from './virtual-cq';
 
 /**

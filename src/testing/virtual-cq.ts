@@ -1,8 +1,8 @@
 import { asyncScheduler, Observable, ReplaySubject } from 'rxjs';
 import type { RunHelpers } from 'rxjs/testing';
-import { CqOverrunError } from '../verbs/errors';
-import type { CqLike } from '../verbs/interfaces';
-import { WcBatch, WorkCompletionInit } from '../verbs/wc-batch';
+import { CqOverrunError } from '../core/errors';
+import type { CqLike } from '../core/types';
+import { WcBatch, WorkCompletionInit } from '../core/wc-batch';
 import { VirtualChannel } from './virtual-channel';
 import { RingQueue } from '../observables/ring-queue';
 

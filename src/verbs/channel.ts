@@ -1,9 +1,9 @@
 import type { NativeCq, NativeChannel } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
-import { withAckMarks } from './event-acks';
+import { withAckMarks } from '../observables/with-ack-marks';
 import type { Context } from './context';
 import type { Cq } from './cq';
-import type { CqEvent } from './interfaces';
+import type { CqEvent } from '../core/types';
 
 /**
  * A completion channel (`ibv_comp_channel`): the file descriptor CQ events

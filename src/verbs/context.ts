@@ -1,9 +1,9 @@
 import type { NativeAsyncEvent, NativeContext, NativeDeviceAttr, NativePortAttr, NativeWcInit } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { CompletionChannel } from './channel';
-import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STATUS_NAMES, WcOpcode, WcStatus } from './constants';
+import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STATUS_NAMES, WcOpcode, WcStatus } from '../core/constants';
 import { Cq } from './cq';
-import { CqOverrunError, DeviceFatalError } from './errors';
+import { CqOverrunError, DeviceFatalError } from '../core/errors';
 import { Children } from './lifecycle';
 import { Pd } from './pd';
 import type { Qp } from './qp';

@@ -3,9 +3,9 @@ import type { NativeCq, NativeCqStats } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
-import { CqOverrunError } from './errors';
-import type { CqLike } from './interfaces';
-import { WcBatch } from './wc-batch';
+import { CqOverrunError } from '../core/errors';
+import type { CqLike } from '../core/types';
+import { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
 export interface CompletionsOptions extends HotSourceOptions<WcBatch> {

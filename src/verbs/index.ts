@@ -10,9 +10,7 @@ export type { Endpoint, ConnectOptions, QpCapOptions } from './qp';
 export { Cq } from './cq';
 export type { CompletionsOptions } from './cq';
 export { CompletionChannel } from './channel';
-export { WcBatch, WC_BYTES } from './wc-batch';
-export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
 export type { SendWr, RecvWr, Sge, RawSge, SgEntry } from './work-request';
-export type { CqLike, CqEvent, Takeable } from './interfaces';
-export * from './constants';
-export * from './errors';
+// The verbs surface hands out core's types (Cq.poll returns a WcBatch, ...),
+// so its barrel carries them too.
+export * from '../core';

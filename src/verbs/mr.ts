@@ -1,5 +1,5 @@
 import type { NativeMr } from '../native/binding';
-import { ACCESS, AccessFlag } from './constants';
+import { ACCESS, AccessFlag } from '../core/constants';
 import type { Pd } from './pd';
 
 /**

@@ -1,11 +1,11 @@
 import type { NativePd } from '../native/binding';
-import { ACCESS, AccessFlag } from './constants';
+import type { AccessFlag } from '../core/constants';
 import type { Context } from './context';
 import { Cq } from './cq';
 import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
-import { copyOptions, describe, optBool } from './validate';
+import { accessBits, copyOptions, describe, optBool } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
@@ -132,16 +132,4 @@ export class Pd {
   forget(child: Mr | Qp): void {
     this.children.delete(child);
   }
-}
-
-/** Access flag names to `ibv_access_flags` bits. */
-export function accessBits(names: readonly AccessFlag[]): number {
-  if (!Array.isArray(names)) throw new TypeError(`access must be an array of flag names, got ${describe(names)}`);
-  let bits = 0;
-  for (const name of names) {
-    const bit = (ACCESS as Record<string, number>)[name as string];
-    if (bit === undefined) throw new RangeError(`unknown access flag ${describe(name)}; expected ${Object.keys(ACCESS).join(', ')}`);
-    bits |= bit;
-  }
-  return bits;
 }

@@ -1,9 +1,8 @@
 import type { NativeQp, NativeQpCap } from '../native/binding';
-import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from './constants';
+import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from '../core/constants';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
-import { accessBits } from './pd';
-import { optInt, checkInt, checkObject, copyOptions } from './validate';
+import { accessBits, optInt, checkInt, checkObject, copyOptions } from './validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
 
 /** QP capacities asked for at creation. */

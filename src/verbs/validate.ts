@@ -1,4 +1,5 @@
 /** Argument checks shared by the verbs classes: each throws a TypeError or RangeError saying what was expected. */
+import { ACCESS, AccessFlag } from '../core/constants';
 
 /** An integer in [min, max]. */
 export function checkInt(value: unknown, what: string, min: number, max: number): number {
@@ -67,4 +68,16 @@ export function copyOptions<T extends object, K extends keyof T>(value: T | null
     if (v !== undefined) out[key] = v;
   }
   return out;
+}
+
+/** Access flag names to `ibv_access_flags` bits. */
+export function accessBits(names: readonly AccessFlag[]): number {
+  if (!Array.isArray(names)) throw new TypeError(`access must be an array of flag names, got ${describe(names)}`);
+  let bits = 0;
+  for (const name of names) {
+    const bit = (ACCESS as Record<string, number>)[name as string];
+    if (bit === undefined) throw new RangeError(`unknown access flag ${describe(name)}; expected ${Object.keys(ACCESS).join(', ')}`);
+    bits |= bit;
+  }
+  return bits;
 }

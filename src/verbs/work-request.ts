@@ -1,5 +1,5 @@
 import { Mr } from './mr';
-import { WR_OPCODES, WrOpcode } from './constants';
+import { WR_OPCODES, WrOpcode } from '../core/constants';
 import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
 
 /** A scatter/gather entry: `length` bytes at `offset` in a registered region. */

@@ -29,7 +29,7 @@ const describeSoft = IS_SOFT ? describe : describe.skip;
 
 /**
  * rdma-core's ibv_wc_status_str() (libibverbs/verbs.c), copied from there
- * rather than from src/verbs/constants.ts so the check is independent.
+ * rather than from src/core/constants.ts so the check is independent.
  */
 const IBV_WC_STATUS_STR: Record<string, string> = {
   LOC_LEN_ERR: 'local length error',

@@ -66,7 +66,7 @@ addon=$PROJECT_ROOT/build/Release/rx_verbs.node
 node -e "process.exit(require('$addon').hasIbverbs() ? 0 : 1)" 2>/dev/null || {
   rxe_log "the addon was built without the ibverbs provider: apt-get install libibverbs-dev, then npx node-gyp rebuild -j 2"; finish 1; }
 case " $parts " in *" interop "*)
-  [ -f "$PROJECT_ROOT/dist/cli/commands/pingpong.js" ] || {
+  [ -f "$PROJECT_ROOT/dist/cli/pingpong/command.js" ] || {
     rxe_log "the CLI is not built: npx tsc -p tsconfig.build.json"; finish 1; } ;;
 esac
 

@@ -1,13 +1,14 @@
+/**
+ * The commands of `rx-verbs`, by name. Each lives in its own folder under
+ * src/cli; `bench` is still here while its suites move out to bench/.
+ */
+import { demo } from '../demo/command';
+import { devices } from '../devices/command';
+import { pingpong } from '../pingpong/command';
+import type { Command } from '../shared/command';
 import { bench } from './bench';
-import { demo } from './demo';
-import { devices } from './devices';
-import { pingpong } from './pingpong';
 
-/** A subcommand of `rx-verbs`. */
-export interface Command {
-  summary: string;
-  run(argv: string[]): Promise<number>;
-}
+export type { Command } from '../shared/command';
 
-/** Every subcommand, by name. */
+/** Every subcommand, by name, in the order `rx-verbs --help` lists them. */
 export const COMMANDS: Record<string, Command> = { devices, demo, pingpong, bench };

@@ -9,8 +9,7 @@
  *   (`--pipeline native`, event -> ack -> re-arm -> poll done in C++).
  */
 import { Subscription } from 'rxjs';
-import { ackEvents, drainCq, rearm } from '../../operators';
-import type { WcBatch } from '../../verbs';
+import { ackEvents, drainCq, rearm, type WcBatch } from '../../index';
 import type { Side } from './side';
 
 /** How `-e` consumes the channel. */

@@ -1,28 +1,32 @@
 /** Options of `rx-verbs pingpong`: those of `ibv_rc_pingpong`, plus ours. */
-import { UsageError, type OptionSpec, type Parsed } from '../args';
+import type { ParsedOptions } from '../shared/options';
+import { UsageError } from '../shared/usage-error';
 import type { Pipeline } from './loops';
 import type { SideOptions } from './side';
 
-export const SPECS: OptionSpec[] = [
-  { name: 'port', short: 'p', type: 'number', help: 'listen on/connect to TCP port', default: 18515 },
-  { name: 'ib-dev', short: 'd', type: 'string', help: 'use RDMA device (default: first real device, else soft0)' },
-  { name: 'ib-port', short: 'i', type: 'number', help: 'use port of the device', default: 1 },
-  { name: 'size', short: 's', type: 'number', help: 'size of message to exchange', default: 4096 },
-  { name: 'mtu', short: 'm', type: 'number', help: 'path MTU', default: 1024 },
-  { name: 'rx-depth', short: 'r', type: 'number', help: 'number of receives to post at a time', default: 500 },
-  { name: 'iters', short: 'n', type: 'number', help: 'number of exchanges', default: 1000 },
-  { name: 'sl', short: 'l', type: 'number', help: 'service level value', default: 0 },
-  { name: 'events', short: 'e', type: 'flag', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
-  { name: 'gid-idx', short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
-  { name: 'pipeline', type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
-  { name: 'loopback', type: 'flag', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
-  { name: 'timeout', type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
-  { name: 'bind', type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
-  { name: 'help', short: 'h', type: 'flag', help: 'show this help' },
-];
+/** The options, in the order `--help` lists them: ibv_rc_pingpong's letters and defaults, then ours. */
+export const OPTIONS = {
+  port: { short: 'p', type: 'number', help: 'listen on/connect to TCP port', default: 18515 },
+  'ib-dev': { short: 'd', type: 'string', help: 'use RDMA device (default: first real device, else soft0)' },
+  'ib-port': { short: 'i', type: 'number', help: 'use port of the device', default: 1 },
+  size: { short: 's', type: 'number', help: 'size of message to exchange', default: 4096 },
+  mtu: { short: 'm', type: 'number', help: 'path MTU', default: 1024 },
+  'rx-depth': { short: 'r', type: 'number', help: 'number of receives to post at a time', default: 500 },
+  iters: { short: 'n', type: 'number', help: 'number of exchanges', default: 1000 },
+  sl: { short: 'l', type: 'number', help: 'service level value', default: 0 },
+  events: { short: 'e', type: 'boolean', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
+  'gid-idx': { short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
+  pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
+  loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
+  timeout: { type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
+  bind: { type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
+  help: { short: 'h', type: 'boolean', help: 'show this help' },
+} as const;
 
+/** The usage line of `--help`. */
 export const USAGE = 'rx-verbs pingpong [options] [server-host]';
 
+/** What `--help` says the command does, and how to pick a role. */
 export const SUMMARY = `RC SEND ping-pong between a server and a client, like rdma-core's ibv_rc_pingpong,
 and compatible with it on the wire (either side can be ibv_rc_pingpong):
   rx-verbs pingpong [options]              start a server and wait for a connection
@@ -44,35 +48,34 @@ export interface PingPongOptions extends SideOptions {
 
 const MTUS = [256, 512, 1024, 2048, 4096];
 
-/** Checks the options and fills in defaults. */
-export function resolveOptions({ options: o, positionals }: Parsed, defaultDevice: () => string): PingPongOptions {
-  const int = (name: string, min: number, max: number): number => {
-    const v = o[name] as number;
-    if (!Number.isInteger(v) || v < min || v > max) throw new UsageError(`--${name} must be an integer in ${min}..${max}, got ${v}`);
-    return v;
-  };
+/** Checks the parsed command line and fills in the device. */
+export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof OPTIONS>, defaultDevice: () => string): PingPongOptions {
   if (positionals.length > 1) throw new UsageError(`one server host at most, got ${positionals.join(' ')}`);
-  const loopback = o.loopback === true;
-  if (loopback && positionals.length > 0) throw new UsageError('--loopback runs both sides: give no server host');
-  const mtu = int('mtu', 256, 4096);
+  if (o.loopback && positionals.length > 0) throw new UsageError('--loopback runs both sides: give no server host');
+  const mtu = intIn(o.mtu, 'mtu', 256, 4096);
   if (!MTUS.includes(mtu)) throw new UsageError(`--mtu must be one of ${MTUS.join(', ')}, got ${mtu}`);
-  const pipeline = o.pipeline as string;
+  const pipeline = o.pipeline;
   if (pipeline !== 'operators' && pipeline !== 'native') throw new UsageError(`--pipeline must be 'operators' or 'native', got '${pipeline}'`);
   return {
-    device: (o['ib-dev'] as string | undefined) ?? defaultDevice(),
-    ibPort: int('ib-port', 1, 255),
-    gidIndex: o['gid-idx'] === undefined ? undefined : int('gid-idx', 0, 255),
-    size: int('size', 1, 1 << 30),
-    iters: int('iters', 1, 2 ** 31 - 1),
-    rxDepth: int('rx-depth', 1, 1 << 20),
+    device: o['ib-dev'] ?? defaultDevice(),
+    ibPort: intIn(o['ib-port'], 'ib-port', 1, 255),
+    gidIndex: o['gid-idx'] === undefined ? undefined : intIn(o['gid-idx'], 'gid-idx', 0, 255),
+    size: intIn(o.size, 'size', 1, 1 << 30),
+    iters: intIn(o.iters, 'iters', 1, 2 ** 31 - 1),
+    rxDepth: intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20),
     mtu,
-    sl: int('sl', 0, 15),
-    events: o.events === true,
-    tcpPort: int('port', 0, 65535),
+    sl: intIn(o.sl, 'sl', 0, 15),
+    events: o.events,
+    tcpPort: intIn(o.port, 'port', 0, 65535),
     server: positionals[0],
-    loopback,
+    loopback: o.loopback,
     pipeline,
-    bind: o.bind as string | undefined,
-    timeout: int('timeout', 0, 86_400),
+    bind: o.bind,
+    timeout: intIn(o.timeout, 'timeout', 0, 86_400),
   };
+}
+
+function intIn(v: number, name: string, min: number, max: number): number {
+  if (!Number.isInteger(v) || v < min || v > max) throw new UsageError(`--${name} must be an integer in ${min}..${max}, got ${v}`);
+  return v;
 }

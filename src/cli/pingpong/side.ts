@@ -4,7 +4,7 @@
  * rx-depth receive slots) and its state machine, written after rdma-core's
  * `ibv_rc_pingpong` so the two behave the same on the wire.
  */
-import { CompletionChannel, Context, Cq, Mr, Qp, WcBatch, openDevice, wcStatusName } from '../../verbs';
+import { CompletionChannel, Context, Cq, Mr, Qp, WcBatch, openDevice, wcStatusName } from '../../index';
 import { Dest, gidBytes, hasInterfaceId, gidString } from './wire';
 
 /** `wr_id`s, as rc_pingpong uses them (also as bits of `pending`). */

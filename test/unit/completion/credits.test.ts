@@ -1,6 +1,6 @@
 import { Subject } from 'rxjs';
 import { credits, Credits } from '../../../src/completion/credits';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { WcBatch } from '../../../src/core/wc-batch';
 
 const batch = (n: number) => WcBatch.from(Array.from({ length: n }, (_, i) => ({ wrId: i })));
 

@@ -1,7 +1,7 @@
 import { Subject } from 'rxjs';
 import { HotSource, HotSourceDriver, HotSourceOptions } from '../../../src/observables/hot-source';
 import { toTakeable } from '../../../src/observables/to-takeable';
-import { BufferOverflowError } from '../../../src/verbs/errors';
+import { BufferOverflowError } from '../../../src/core/errors';
 
 /** A driver with no native side: items arrive through `push()` only. */
 function make<T = number>(options?: HotSourceOptions<T>) {

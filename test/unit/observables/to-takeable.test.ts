@@ -2,7 +2,7 @@ import { of, range, Subject, tap, throwError } from 'rxjs';
 import { HotSource } from '../../../src/observables/hot-source';
 import { toTakeable } from '../../../src/observables/to-takeable';
 import { toTakeable as toTakeableOperator } from '../../../src/operators';
-import { BufferOverflowError } from '../../../src/verbs/errors';
+import { BufferOverflowError } from '../../../src/core/errors';
 
 describe('toTakeable', () => {
   it('should subscribe at once and let tryTake take one item at a time', () => {

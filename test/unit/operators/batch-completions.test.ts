@@ -1,7 +1,7 @@
 import { asyncScheduler, map, share, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batchCompletions } from '../../../src/operators';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { WcBatch } from '../../../src/core/wc-batch';
 import { batchOf, ids } from '../helpers/fake-cq';
 
 /** @test {batchCompletions} */

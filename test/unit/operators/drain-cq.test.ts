@@ -2,7 +2,7 @@ import { map, take } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, drainCq, rearm } from '../../../src/operators';
 import { VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
-import { CqOverrunError } from '../../../src/verbs/errors';
+import { CqOverrunError } from '../../../src/core/errors';
 import { twoCqs } from '../helpers/virtual-loop';
 
 /** @test {drainCq} — on the testing kit's virtual channel and CQs, in the canonical loop. */

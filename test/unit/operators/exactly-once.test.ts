@@ -3,10 +3,10 @@ import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, drainCq, rearm } from '../../../src/operators';
 import { HotSource } from '../../../src/observables/hot-source';
 import { VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
-import { withAckMarks } from '../../../src/verbs/event-acks';
-import { CqOverrunError, DeviceFatalError } from '../../../src/verbs/errors';
-import type { CqEvent, CqLike } from '../../../src/verbs/interfaces';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { withAckMarks } from '../../../src/observables/with-ack-marks';
+import { CqOverrunError, DeviceFatalError } from '../../../src/core/errors';
+import type { CqEvent, CqLike } from '../../../src/core/types';
+import { WcBatch } from '../../../src/core/wc-batch';
 
 /**
  * Issue 10, item 1: every event read from a channel is acked exactly once,

@@ -1,8 +1,8 @@
 import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { failOnError } from '../../../src/operators';
-import { WorkCompletionError } from '../../../src/verbs/errors';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { WorkCompletionError } from '../../../src/core/errors';
+import { WcBatch } from '../../../src/core/wc-batch';
 import { batchOf, ids } from '../helpers/fake-cq';
 
 /** @test {failOnError} */

@@ -2,7 +2,7 @@ import { map, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, rearm } from '../../../src/operators';
 import { expectArms, VirtualCq, virtualCq } from '../../../src/testing';
-import { CqOverrunError } from '../../../src/verbs/errors';
+import { CqOverrunError } from '../../../src/core/errors';
 import { byCq, twoCqs } from '../helpers/virtual-loop';
 
 /** @test {rearm} — on the testing kit's virtual channel and CQs, which model arming. */

@@ -1,7 +1,7 @@
 import { map, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { splitErrors } from '../../../src/operators';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { WcBatch } from '../../../src/core/wc-batch';
 import { batchOf, ids } from '../helpers/fake-cq';
 
 /** @test {splitErrors} */

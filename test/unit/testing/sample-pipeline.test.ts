@@ -2,7 +2,7 @@ import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, batchCompletions, drainCq, failOnError, rearm } from '../../../src/operators';
 import { expectAcks, expectArms, VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
-import { WorkCompletionError } from '../../../src/verbs/errors';
+import { WorkCompletionError } from '../../../src/core/errors';
 
 /** The explicit completion loop of DESIGN §3, marble-tested with the kit. */
 describe('sample pipeline: ackEvents -> rearm -> drainCq -> batchCompletions', () => {

@@ -2,8 +2,8 @@ import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { drainCq, rearm, ackEvents } from '../../../src/operators';
 import { expectAcks, expectArms, virtualChannel, virtualCq, wrIdsOf } from '../../../src/testing';
-import { CqOverrunError } from '../../../src/verbs/errors';
-import { WcBatch } from '../../../src/verbs/wc-batch';
+import { CqOverrunError } from '../../../src/core/errors';
+import { WcBatch } from '../../../src/core/wc-batch';
 
 describe('rx-verbs/testing: virtual channel and CQ', () => {
   let testScheduler: TestScheduler;

@@ -1,16 +1,17 @@
-import { defaultDeviceName } from '../../verbs';
-import { helpText, parseArgs, UsageError } from '../args';
-import { resolveOptions, SPECS, SUMMARY, USAGE } from '../pingpong/options';
-import { runClient, runLoopback, runServer } from '../pingpong/run';
-import type { Command } from './index';
+import { defaultDeviceName } from '../../index';
+import type { Command } from '../shared/command';
+import { helpText, parseOptions } from '../shared/options';
+import { UsageError } from '../shared/usage-error';
+import { OPTIONS, resolveOptions, SUMMARY, USAGE } from './options';
+import { runClient, runLoopback, runServer } from './run';
 
 /** `rx-verbs pingpong`: ibv_rc_pingpong, interoperable with it, on the rx-verbs pipeline. */
 export const pingpong: Command = {
   summary: 'RC ping-pong, compatible with ibv_rc_pingpong (server, client or --loopback)',
   async run(argv) {
-    const parsed = parseArgs(argv, SPECS);
-    if (parsed.options.help) {
-      process.stdout.write(helpText(USAGE, SUMMARY, SPECS));
+    const parsed = parseOptions(argv, OPTIONS);
+    if (parsed.values.help) {
+      process.stdout.write(helpText(USAGE, SUMMARY, OPTIONS));
       return 0;
     }
     const opts = resolveOptions(parsed, defaultDeviceName);

@@ -1,5 +1,4 @@
-import type { HotSourceDriver } from '../observables/hot-source';
-import type { CqEvent, CqLike } from './interfaces';
+import type { CqEvent, CqLike } from './types';
 
 /**
  * The ack obligation an event carries, so that the documented operators ack
@@ -24,7 +23,11 @@ const OWED = Symbol('rx-verbs.ackOwed');
 /** true: owed; false: taken over or acked; undefined: never marked. */
 type Marked = CqEvent & { [OWED]?: boolean };
 
-/** A channel delivered `event` to its push subscribers: its ack is owed. */
+/**
+ * A channel delivered `event` to its push subscribers: its ack is owed.
+ * Channels call it through `withAckMarks` (src/observables), which wraps
+ * their hot-source driver.
+ */
 export function markOwed(event: CqEvent): void {
   const marked = event as Marked;
   if (marked[OWED] === undefined) marked[OWED] = true;
@@ -64,20 +67,6 @@ export function ackAtMost(cq: CqLike, n: number): void {
   if (cq.closed) return;
   const k = cq.unacked === undefined ? n : Math.min(n, cq.unacked);
   if (k > 0) cq.ack(k);
-}
-
-/**
- * A channel's `events$` driver that marks every event it delivers to push
- * subscribers as owed an ack. The native channel and the testing kit's
- * virtual one both use it, so marble tests see the native behaviour.
- */
-export function withAckMarks<E extends CqEvent>(driver: HotSourceDriver<E>): HotSourceDriver<E> {
-  return {
-    start: () => driver.start(),
-    stop: () => driver.stop(),
-    pull: () => driver.pull(),
-    delivered: markOwed,
-  };
 }
 
 /**

@@ -1,75 +1,7 @@
 import { asapScheduler, asyncScheduler, Subscription } from 'rxjs';
-import { credits } from '../../completion';
-import { ackEvents, batchCompletions, drainCq, rearm, steer } from '../../operators';
-import { defaultDeviceName, openDevice, WcBatch, WC_OPCODES } from '../../verbs';
-import { helpText, OptionSpec, parseArgs, UsageError } from '../args';
-import { formatTable, Progress } from '../report';
-import type { Command } from './index';
-
-const SPECS: OptionSpec[] = [
-  { name: 'device', short: 'd', type: 'string', help: 'device (default: RX_VERBS_DEVICE, a real device, else soft0)' },
-  { name: 'messages', short: 'n', type: 'number', help: 'messages to move', default: 20000 },
-  { name: 'max-size', type: 'number', help: 'largest message in bytes', default: 65536 },
-  { name: 'depth', type: 'number', help: 'messages in flight (CQ depth)', default: 128 },
-  { name: 'gid-index', short: 'g', type: 'number', help: 'local GID index (RoCE devices)' },
-  { name: 'quiet', short: 'q', type: 'flag', help: 'no live progress' },
-  { name: 'json', type: 'flag', help: 'print the summary as JSON' },
-  { name: 'help', short: 'h', type: 'flag', help: 'show this help' },
-];
-
-/** What one demo run measured. */
-export interface DemoSummary {
-  device: string;
-  messages: number;
-  bytes: number;
-  seconds: number;
-  mbPerSec: number;
-  events: number;
-  completions: number;
-  wcsPerEvent: number;
-  acks: number;
-  arms: number;
-  wakeups: number;
-  verified: number;
-  corrupt: number;
-  errors: number;
-}
-
-/**
- * `rx-verbs demo` (what `npm start` runs): streams messages between two
- * connected RC QPs — SENDs and RDMA WRITEs with immediate data, random sizes
- * — through a real pipeline (channel -> ackEvents -> rearm -> drainCq ->
- * steer -> batchCompletions), gated by credits, verifying every byte.
- */
-export const demo: Command = {
-  summary: 'stream data between two RC QPs through an rx-verbs pipeline and verify it',
-  async run(argv) {
-    const { options } = parseArgs(argv, SPECS);
-    if (options.help) {
-      process.stdout.write(helpText('rx-verbs demo [options]', this.summary, SPECS));
-      return 0;
-    }
-    const messages = positiveInt(options.messages, 'messages');
-    const maxSize = positiveInt(options['max-size'], 'max-size');
-    const depth = positiveInt(options.depth, 'depth');
-    const summary = await runDemo({
-      device: (options.device as string | undefined) ?? defaultDeviceName(),
-      messages,
-      maxSize,
-      depth,
-      gidIndex: options['gid-index'] as number | undefined,
-      progress: !options.quiet && !options.json,
-    });
-    if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-    else process.stdout.write(`\n${formatTable(summaryRows(summary))}\n`);
-    return summary.corrupt === 0 && summary.errors === 0 && summary.verified === messages ? 0 : 1;
-  },
-};
-
-function positiveInt(v: unknown, name: string): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`--${name} must be a positive integer`);
-  return v;
-}
+import { ackEvents, batchCompletions, credits, drainCq, openDevice, rearm, steer, WcBatch, WC_OPCODES } from '../../index';
+import { Progress } from '../shared/progress';
+import type { DemoSummary } from './summary';
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
@@ -215,19 +147,3 @@ function progressLine(done: number, total: number, bytes: number, started: bigin
   return `${pct}%  ${done}/${total} messages  ${(bytes / s / 1e6).toFixed(1)} MB/s  ${(events / s).toFixed(0)} events/s`;
 }
 
-function summaryRows(s: DemoSummary): [string, string][] {
-  return [
-    ['device', s.device],
-    ['messages', String(s.messages)],
-    ['verified', `${s.verified} (${s.corrupt} corrupt, ${s.errors} errors)`],
-    ['bytes', String(s.bytes)],
-    ['seconds', s.seconds.toFixed(3)],
-    ['throughput', `${s.mbPerSec.toFixed(1)} MB/s`],
-    ['completion events', String(s.events)],
-    ['work completions', String(s.completions)],
-    ['WCs per event', s.wcsPerEvent.toFixed(2)],
-    ['ack calls', String(s.acks)],
-    ['arms', String(s.arms)],
-    ['channel wakeups', String(s.wakeups)],
-  ];
-}

@@ -1,0 +1,37 @@
+/** What a demo run measured, and the table `rx-verbs demo` prints of it. */
+
+/** What one demo run measured (printed as a table, or as JSON with `--json`). */
+export interface DemoSummary {
+  device: string;
+  messages: number;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  events: number;
+  completions: number;
+  wcsPerEvent: number;
+  acks: number;
+  arms: number;
+  wakeups: number;
+  verified: number;
+  corrupt: number;
+  errors: number;
+}
+
+/** The summary as (label, value) rows for the table. */
+export function summaryRows(s: DemoSummary): [string, string][] {
+  return [
+    ['device', s.device],
+    ['messages', String(s.messages)],
+    ['verified', `${s.verified} (${s.corrupt} corrupt, ${s.errors} errors)`],
+    ['bytes', String(s.bytes)],
+    ['seconds', s.seconds.toFixed(3)],
+    ['throughput', `${s.mbPerSec.toFixed(1)} MB/s`],
+    ['completion events', String(s.events)],
+    ['work completions', String(s.completions)],
+    ['WCs per event', s.wcsPerEvent.toFixed(2)],
+    ['ack calls', String(s.acks)],
+    ['arms', String(s.arms)],
+    ['channel wakeups', String(s.wakeups)],
+  ];
+}
