@@ -1,13 +1,11 @@
 #include "context.h"
 
 #include <cerrno>
-#include <cstdio>
 
 #include "channel.h"
 #include "cq.h"
 #include "pd.h"
 #include "qp.h"
-#include "util/deliver.h"
 #include "util/js_values.h"
 
 namespace rxv {
@@ -44,7 +42,9 @@ Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
 }
 
 ContextWrap::ContextWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<ContextWrap>(info), Lifetime(info.Env()) {
+    : TaggedWrap<ContextWrap>(info),
+      Lifetime(info.Env()),
+      async_poller_(addon_, "async events", "rx-verbs:async") {
   Context* raw = TakeToken<Context>(info);
   if (!raw) {
     BeginClose();
@@ -59,20 +59,17 @@ void ContextWrap::Close(bool force) {
   if (closed()) return;
   // The fd dies with the context: stop watching it first, and watch again
   // if the context refuses to go (EBUSY while children remain).
-  bool was_watching = async_poll_.Active();
-  async_poll_.Stop();
+  bool was_reading = async_poller_.Pause();
   try {
     ctx_->destroy();
   } catch (const VerbsError&) {
     if (!force) {
-      if (was_watching) async_poll_.Start();
+      if (was_reading) async_poller_.Resume();
       throw;
     }
   }
   BeginClose();
-  async_poll_.Close();
-  if (!addon_->tearing_down) owner_.Reset();
-  async_ctx_.reset();
+  async_poller_.Close();
   ctx_.reset();
 }
 
@@ -237,49 +234,34 @@ Napi::Value ContextWrap::ReadAsyncEvents(const Napi::CallbackInfo& info) {
 Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   bool stop = info[0].IsNull() || info[0].IsUndefined();
-  // Reading handleAsync may run a getter (which may close this context):
-  // read it before taking the context.
-  if (!stop && (!info[0].IsObject() ||
-                !info[0].As<Napi::Object>().Get("handleAsync").IsFunction())) {
-    throw Napi::TypeError::New(env, "owner must be an object with a handleAsync method");
-  }
+  Napi::Function handler;
+  if (!stop) handler = Poller::HandlerOf(env, info[0], "handleAsync");
   Context* c = Checked(env, "ibv_get_async_event");
   if (stop) {
-    async_poll_.Close();
-    owner_.Reset();
+    async_poller_.Stop();
+    async_poller_.ClearOwner();
     return env.Undefined();
   }
-  owner_ = Napi::Weak(info[0].As<Napi::Object>());
-  if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
-  if (!async_poll_.Valid()) {
-    int rc = async_poll_.Init(addon_->env, addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
-    if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
-    async_poll_.Start();
-    async_poll_.Ref(false);
-  }
+  async_poller_.SetOwner(env, info[0].As<Napi::Object>(), handler);
+  async_poller_.Start(env, c->async_fd(),
+                      [this](napi_env e, Poller::Wakeup& out) { ReadAsync(e, out); });
+  async_poller_.KeepAlive(false);
   return env.Undefined();
 }
 
-void ContextWrap::OnAsyncReadable() {
-  if (closed() || addon_->tearing_down || owner_.IsEmpty()) return;
-  Napi::Env env = owner_.Env();
-  if (!CanRunJs(env)) return;
-  Napi::HandleScope scope(env);
+void ContextWrap::ReadAsync(napi_env env, Poller::Wakeup& out) {
+  if (closed()) return;
   Napi::Array events;
   try {
-    events = DrainAsync(env);
+    events = DrainAsync(Napi::Env(env));
   } catch (const VerbsError& e) {
-    fprintf(stderr, "rx-verbs: reading async events failed: %s\n", e.what());
-    async_poll_.Stop();
+    async_poller_.Failed(e);
     return;
   }
   if (events.Length() == 0) return;  // spurious readiness
-  Napi::Value owner = owner_.Value();
-  if (owner.IsEmpty() || !owner.IsObject()) return;
-  Napi::Value fn = owner.As<Napi::Object>().Get("handleAsync");
-  if (!fn.IsFunction()) return;
-  napi_value argv[1] = {events};
-  DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 1, argv);
+  out.read_any = true;
+  out.argc = 1;
+  out.argv[0] = events;
 }
 
 static Wc ParseWc(Napi::Env env, Napi::Value v) {

@@ -217,19 +217,6 @@ size_t CqWrap::PollToEmpty() {
   return n;
 }
 
-static napi_value RawVerbsError(napi_env env, const VerbsError& e) {
-  napi_value code, msg, err, verb;
-  std::string text = std::string(e.what()) + " (" + ErrnoName(e.err()) + ")";
-  if (napi_create_string_utf8(env, ErrnoName(e.err()), NAPI_AUTO_LENGTH, &code) != napi_ok ||
-      napi_create_string_utf8(env, text.c_str(), NAPI_AUTO_LENGTH, &msg) != napi_ok ||
-      napi_create_error(env, code, msg, &err) != napi_ok ||
-      napi_create_string_utf8(env, e.verb().c_str(), NAPI_AUTO_LENGTH, &verb) != napi_ok ||
-      napi_set_named_property(env, err, "syscall", verb) != napi_ok) {
-    return nullptr;
-  }
-  return err;
-}
-
 napi_value CqWrap::Service(napi_env env) {
   if (closed() || mode_ != Mode::kActive) return nullptr;
   size_t n = 0;

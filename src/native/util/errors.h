@@ -15,6 +15,10 @@ namespace rxv {
 Napi::Error ErrnoError(Napi::Env env, int err, const std::string& verb,
                        const std::string& detail = "");
 Napi::Error FromVerbsError(Napi::Env env, const VerbsError& e);
+// The same error made with raw Node-API, for code entered from libuv where
+// the C++ wrapper cannot be used (util/deliver.h); nullptr when JS values
+// cannot be made (the environment is going away).
+napi_value RawVerbsError(napi_env env, const VerbsError& e);
 const char* ErrnoName(int err);
 
 // Argument readers: each throws TypeError/RangeError naming `what`.
