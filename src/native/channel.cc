@@ -4,6 +4,7 @@
 
 #include "cq.h"
 #include "util/deliver.h"
+#include "rules/refusals.h"
 
 
 namespace rxv {
@@ -59,11 +60,7 @@ ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
 
 void ChannelWrap::Close(bool force) {
   if (closed()) return;
-  if (!force && !cqs_.empty()) {
-    throw VerbsError(EBUSY, "ibv_destroy_comp_channel",
-                     std::to_string(cqs_.size()) +
-                         " CQ(s) still use this channel: close them first");
-  }
+  if (!force) rules::RefuseBusyChannel(cqs_.size());
   // The fd dies with the channel: stop reading it first, and read again if
   // the channel refuses to go.
   bool was_reading = poller_.Pause();

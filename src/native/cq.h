@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "provider/provider.h"
+#include "rules/event_ledger.h"
 #include "util/batch_slab.h"
 #include "util/wrap.h"
 
@@ -49,7 +50,7 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
 
   // --- used by the channel watcher ---
   // An event for this CQ was read from the channel.
-  void CountEvent() { delivered_++; }
+  void CountEvent() { events_.Read(); }
   bool fast_path() const { return mode_ != Mode::kExplicit; }
   // Acks the events counted so far once `ack_every_` have gathered.
   void AckBatched();
@@ -86,8 +87,7 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Mode mode_ = Mode::kExplicit;
   bool broken_ = false;
   uint32_t ack_every_ = 64;
-  uint64_t delivered_ = 0;  // events read from the channel for this CQ
-  uint64_t acked_ = 0;
+  rules::EventLedger events_;  // events read from the channel for this CQ
   uint64_t arms_ = 0;
   uint64_t polls_ = 0;
   uint64_t wcs_ = 0;

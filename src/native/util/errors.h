@@ -9,6 +9,7 @@
 #include <string>
 
 #include "provider/provider.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 
@@ -35,14 +36,17 @@ std::string ArgString(const Napi::CallbackInfo& info, size_t i,
 uint32_t ValueU32(Napi::Env env, Napi::Value v, const char* what,
                   uint32_t min = 0, uint32_t max = UINT32_MAX);
 
-// Runs `body`, converting VerbsError into a JS exception (NAPI C++
-// exceptions are enabled, so Napi::Error propagates to JS).
+// Runs `body`, converting VerbsError into a JS exception and an over-ack
+// into a RangeError (NAPI C++ exceptions are enabled, so Napi::Error
+// propagates to JS).
 template <typename F>
 auto Guard(Napi::Env env, F&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const VerbsError& e) {
     throw FromVerbsError(env, e);
+  } catch (const rules::OverAck& e) {
+    throw Napi::RangeError::New(env, e.what());
   } catch (const std::bad_alloc&) {
     throw ErrnoError(env, ENOMEM, "malloc", "out of memory");
   }

@@ -1,5 +1,6 @@
 // Context of the ibverbs provider: queries, object creation, async events.
 #include "ibverbs_objects.h"
+#include "rules/refusals.h"
 
 #ifdef RXV_HAVE_IBVERBS
 
@@ -211,9 +212,7 @@ void IbvContext::ack_async_event(const AsyncEvent& e) {
   std::lock_guard<std::mutex> lock(st_->mu);
   auto* ev = static_cast<ibv_async_event*>(e.native);
   auto it = st_->pending_async.find(ev);
-  if (it == st_->pending_async.end())
-    fail(EINVAL, "ibv_ack_async_event",
-         "not a pending async event of this context (acked twice?)");
+  rules::RefuseUnknownAsyncAck(it != st_->pending_async.end());
   // Un-count it on its CQ/QP from our own copy (not the caller's fields).
   if (ev->event_type == IBV_EVENT_CQ_ERR) {
     auto* c = static_cast<IbvCq*>(ev->element.cq->cq_context);
@@ -230,16 +229,13 @@ void IbvContext::ack_async_event(const AsyncEvent& e) {
 void IbvContext::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (st_->ctx == nullptr) return;
-  size_t kids = st_->qps.size() + st_->cqs.size() + st_->mrs.size() +
-                st_->pds.size() + st_->channels.size();
-  if (kids != 0)
-    fail(EBUSY, "ibv_close_device",
-         std::to_string(st_->qps.size()) + " QPs, " +
-             std::to_string(st_->cqs.size()) + " CQs, " +
-             std::to_string(st_->mrs.size()) + " MRs, " +
-             std::to_string(st_->pds.size()) + " PDs and " +
-             std::to_string(st_->channels.size()) +
-             " channels still open on " + st_->device);
+  rules::OpenChildren open;
+  open.qps = st_->qps.size();
+  open.cqs = st_->cqs.size();
+  open.mrs = st_->mrs.size();
+  open.pds = st_->pds.size();
+  open.channels = st_->channels.size();
+  rules::RefuseBusyContext(open);
   st_->ack_pending_locked([](const ibv_async_event&) { return true; });
   errno = 0;
   int ret = st_->api->close_device(st_->ctx);

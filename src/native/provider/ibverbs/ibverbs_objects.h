@@ -21,6 +21,7 @@
 
 #include "../provider.h"
 #include "ibverbs_loader.h"
+#include "rules/event_ledger.h"
 
 namespace rxv {
 namespace ibv {
@@ -111,9 +112,9 @@ class IbvCq final : public Cq {
 
   ibv_cq* raw() const { return cq_; }
   void release_locked() noexcept;
-  // Bookkeeping (guarded by st_->mu except events_unacked, which only the
+  // Bookkeeping (guarded by st_->mu except `events`, which only the
   // owning thread touches through get_event/ack_events).
-  uint64_t events_unacked = 0;  // completion events got - acked
+  rules::EventLedger events;    // completion events got and acked
   uint32_t async_unacked = 0;   // CQ_ERR async events got - acked
   uint32_t qp_count = 0;        // QPs using this CQ (send or recv)
   IbvChannel* channel_;         // null when none (or orphaned)

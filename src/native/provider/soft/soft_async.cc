@@ -4,6 +4,7 @@
 // ack_async_event, and a CQ/QP cannot be destroyed while one names it
 // (libibverbs would block in destroy; we report EBUSY instead).
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -73,8 +74,7 @@ void SoftContext::ack_async_event(const AsyncEvent& ev) {
   CtxCore* c = core.get();
   Guard a(c->amu);
   auto it = c->delivered.find(reinterpret_cast<uintptr_t>(ev.native));
-  if (it == c->delivered.end())
-    fail(EINVAL, "ibv_ack_async_event", "this event was not delivered by this context or is already acked");
+  rules::RefuseUnknownAsyncAck(it != c->delivered.end());
   c->delivered.erase(it);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -36,7 +37,7 @@ bool SoftChannel::get_event(Cq** out) {
   }
   CqCore* cq = c->q.front();
   c->q.pop_front();
-  ++cq->ev_delivered;
+  cq->events.Read();
   if (c->q.empty()) c->efd.reset();
   *out = cq->handle;
   return true;
@@ -57,9 +58,7 @@ void SoftChannel::destroy() {
   Guard g(fabric_mutex());
   ChCore* c = core.get();
   if (c->dead) return;
-  if (c->ncqs)
-    fail(EBUSY, "ibv_destroy_comp_channel",
-         std::to_string(c->ncqs) + " CQ(s) still use this completion channel");
+  rules::RefuseBusyChannel(c->ncqs);
   release(c);
 }
 

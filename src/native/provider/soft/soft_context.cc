@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -187,10 +188,13 @@ void SoftContext::teardown(bool force) {
   {
     Guard g(fabric_mutex());
     if (!c->closed) {
-      if (!force && (!c->pds.empty() || !c->cqs.empty() || !c->chans.empty()))
-        fail(EBUSY, "ibv_close_device",
-             std::to_string(c->pds.size()) + " PD(s), " + std::to_string(c->cqs.size()) +
-                 " CQ(s) and " + std::to_string(c->chans.size()) + " channel(s) still open");
+      if (!force) {
+        rules::OpenChildren open;
+        open.pds = c->pds.size();
+        open.cqs = c->cqs.size();
+        open.channels = c->chans.size();
+        rules::RefuseBusyContext(open);
+      }
       close_locked(c, force);
     }
   }

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "../provider.h"
+#include "rules/event_ledger.h"
 
 namespace rxv {
 namespace soft {
@@ -205,8 +206,7 @@ struct CqCore {
   std::vector<Wc> before_arm;
   std::atomic<bool> has_before_arm{false};
 
-  uint64_t ev_delivered = 0;  // ch->mu
-  uint64_t ev_acked = 0;      // ch->mu
+  rules::EventLedger events;  // ch->mu
 
   // G: completions the device thread produced in its current turn, not yet
   // visible to poll (published together under one ring lock).

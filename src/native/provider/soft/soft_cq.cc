@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -141,32 +142,16 @@ void SoftCq::ack_events(uint32_t n) {
     return;
   }
   Guard l(c->ch->mu);
-  const uint64_t unacked = c->ev_delivered - c->ev_acked;
-  if (n > unacked)
-    fail(EINVAL, "ibv_ack_cq_events",
-         "acking " + std::to_string(n) + " events but only " + std::to_string(unacked) +
-             " were delivered and not yet acknowledged");
-  c->ev_acked += n;
+  c->events.Ack(n);
 }
 
 // G held. force: the handle is going away regardless (destructor).
 static void release(CqCore* c, bool force) {
   CtxCore* ctx = c->ctx.get();
-  if (!force) {
-    if (!c->qps.empty())
-      fail(EBUSY, "ibv_destroy_cq", std::to_string(c->qps.size()) + " QP(s) still use this CQ");
-    if (size_t n = async_unacked(ctx, c->handle))
-      fail(EBUSY, "ibv_destroy_cq",
-           std::to_string(n) + " async event(s) naming this CQ not acknowledged");
-  }
+  if (!force) rules::RefuseBusyCq(c->qps.size(), 0, async_unacked(ctx, c->handle));
   if (ChCore* ch = c->ch.get()) {
     Guard l(ch->mu);
-    const uint64_t unacked = c->ev_delivered - c->ev_acked;
-    if (unacked && !force)
-      fail(EBUSY, "ibv_destroy_cq",
-           std::to_string(unacked) +
-               " events not acknowledged (call ack_events for every event get_event returned; "
-               "libibverbs would block here forever)");
+    if (!force) rules::RefuseBusyCq(0, c->events.unacked(), 0);
     // Pending events of this CQ die with it, as in the kernel.
     ch->q.erase(std::remove(ch->q.begin(), ch->q.end(), c), ch->q.end());
     if (ch->q.empty()) ch->efd.reset();

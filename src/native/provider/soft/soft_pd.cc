@@ -1,6 +1,7 @@
 // Protection domain: owns MRs and QPs for access checks; destroy is refused
 // while either remains.
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -43,10 +44,7 @@ void SoftPd::destroy() {
   Guard g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) return;
-  if (p->nmrs || p->nqps)
-    fail(EBUSY, "ibv_dealloc_pd",
-         std::to_string(p->nmrs) + " MR(s) and " + std::to_string(p->nqps) +
-             " QP(s) still use this PD");
+  rules::RefuseBusyPd(p->nmrs, p->nqps);
   p->dead = true;
   p->ctx->pds.erase(p);
 }

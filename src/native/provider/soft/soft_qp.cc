@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
+#include "rules/work_requests.h"
 
 namespace rxv {
 namespace soft {
@@ -12,11 +14,6 @@ namespace soft {
 namespace {
 
 namespace m = qp_attr_mask;
-
-const char* state_name(uint32_t s) {
-  static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-  return s <= qp_state::ERR ? names[s] : "?";
-}
 
 std::string mask_names(uint32_t mask) {
   static const char* const names[] = {
@@ -212,7 +209,7 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   const uint32_t next = (mask & m::STATE) ? a.state : cur;
   if (next > qp_state::ERR) fail(EINVAL, verb, "unknown target state");
   const Transition t = transition(cur, next);
-  const std::string arrow = std::string(state_name(cur)) + " -> " + state_name(next);
+  const std::string arrow = std::string(rules::QpStateName(cur)) + " -> " + rules::QpStateName(next);
   if (!t.ok) fail(EINVAL, verb, "illegal transition " + arrow);
   if ((mask & t.req) != t.req)
     fail(EINVAL, verb, "missing required attribute(s) for " + arrow + ": " + mask_names(t.req & ~mask));
@@ -298,14 +295,8 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
     for (; !err && posted < n; ++posted) {
       const SendWr& w = wrs[posted];
       const uint32_t op = w.opcode;
-      if (op != wr_opcode::SEND && op != wr_opcode::SEND_WITH_IMM && op != wr_opcode::RDMA_WRITE &&
-          op != wr_opcode::RDMA_WRITE_WITH_IMM && op != wr_opcode::RDMA_READ) {
-        err = EINVAL, why = "unsupported opcode (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ)";
-        break;
-      }
-      if (w.send_flags & ~uint32_t(send_flag::FENCE | send_flag::SIGNALED | send_flag::SOLICITED |
-                                   send_flag::INLINE)) {
-        err = EINVAL, why = "unknown send flags";
+      if ((why = rules::MalformedSendWr(w))) {
+        err = EINVAL;
         break;
       }
       if (w.sg.size() > q->cap.max_send_sge) {
@@ -475,8 +466,7 @@ void SoftQp::destroy() {
   if (q->dead) return;
   wait_unused(g, q->busy);
   if (q->dead) return;
-  if (size_t n = async_unacked(q->ctx.get(), q->handle))
-    fail(EBUSY, "ibv_destroy_qp", std::to_string(n) + " async event(s) naming this QP not acknowledged");
+  rules::RefuseBusyQp(async_unacked(q->ctx.get(), q->handle));
   release(q);
 }
 
