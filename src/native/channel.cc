@@ -140,13 +140,12 @@ CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   }
 }
 
-napi_value ChannelWrap::ServiceFast(napi_env env) {
-  if (fast_.empty()) return nullptr;
+bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results) {
+  if (fast_.empty()) return false;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
-  napi_value out = nullptr;
   uint32_t k = 0;
-  bool ok = napi_create_array(env, &out) == napi_ok;
+  bool ok = napi_create_array(env, cqs) == napi_ok && napi_create_array(env, results) == napi_ok;
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
     if (!ok || w->closed()) continue;
@@ -154,12 +153,13 @@ napi_value ChannelWrap::ServiceFast(napi_env env) {
     if (!cq) continue;
     napi_value r = w->Service(env);
     if (!r) continue;
-    ok = napi_set_element(env, out, k++, cq) == napi_ok &&
-         napi_set_element(env, out, k++, r) == napi_ok;
+    ok = napi_set_element(env, *cqs, k, cq) == napi_ok &&
+         napi_set_element(env, *results, k, r) == napi_ok;
+    k++;
   }
   todo.clear();
   fast_.swap(todo);  // keep the capacity
-  return ok && k ? out : nullptr;
+  return ok && k;
 }
 
 // tryGetEvent(): the non-blocking ibv_get_cq_event. Returns the CQ of the
@@ -181,16 +181,14 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
       }
     }
   });
-  napi_value fast = ServiceFast(env);
-  if (fast) {
-    napi_value argv[2] = {env.Null(), fast};
-    poller_.CallNow(env, 2, argv);
-  }
+  napi_value argv[3] = {env.Null(), nullptr, nullptr};
+  if (ServiceFast(env, &argv[1], &argv[2])) poller_.CallNow(env, 3, argv);
   return found ? Napi::Value(found->Value()) : env.Null();
 }
 
 // setOwner(owner): wakeups go to owner.handleWakeup(events: Cq[] | null,
-// fast: [Cq, ArrayBuffer|Error, ...] | null), one call per wakeup.
+// fastCqs: Cq[] | null, fastResults: (Uint8Array | Error)[] | null), one
+// call per wakeup; fastResults[i] is fastCqs[i]'s.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Function handler = Poller::HandlerOf(env, info[0], "handleWakeup");
@@ -256,7 +254,7 @@ void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
     poller_.Failed(e);  // what was read still goes out
   }
   if (!out.read_any) return;
-  napi_value events, fast;
+  napi_value events, fast_cqs = nullptr, fast_results = nullptr;
   napi_get_null(env, &events);
   bool ok = true;
   uint32_t n_explicit = 0;
@@ -268,12 +266,16 @@ void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
     }
     if (n_explicit == 0) napi_get_null(env, &events);
   }
-  fast = ok ? ServiceFast(env) : nullptr;
+  bool fast = ok && ServiceFast(env, &fast_cqs, &fast_results);
   if (!ok || (!fast && n_explicit == 0)) return;
-  if (!fast) napi_get_null(env, &fast);
-  out.argc = 2;
+  if (!fast) {
+    napi_get_null(env, &fast_cqs);
+    napi_get_null(env, &fast_results);
+  }
+  out.argc = 3;
   out.argv[0] = events;
-  out.argv[1] = fast;
+  out.argv[1] = fast_cqs;
+  out.argv[2] = fast_results;
 }
 
 }  // namespace rxv

@@ -63,14 +63,15 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   // Reads one event; fast-path events are counted and queued for service.
   // Returns the CQ of an explicit event, or nullptr when none is left.
   CqWrap* ReadOne(bool* got_any);
-  // Services queued fast-path CQs into [cq, ArrayBuffer|Error, ...], or
-  // nullptr when none had anything. Raw Node-API (see util/deliver.h).
-  napi_value ServiceFast(napi_env env);
+  // Services queued fast-path CQs into two parallel arrays, the CQs and
+  // their results (a batch's bytes or an Error). False when none had
+  // anything. Raw Node-API (see util/deliver.h).
+  bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results);
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;
   std::set<CqWrap*> cqs_;
-  // Wakeups go to the owner's handleWakeup(events, fast). The owner is weak,
+  // Wakeups go to the owner's handleWakeup(events, fastCqs, fastResults). The owner is weak,
   // except while watching (held): a subscription then owns the channel.
   Poller poller_;
   bool want_ref_ = true;

@@ -4,6 +4,7 @@
 
 #include "channel.h"
 #include "cq.h"
+#include "faults.h"
 #include "pd.h"
 #include "qp.h"
 #include "util/js_values.h"
@@ -25,7 +26,7 @@ Napi::Function ContextWrap::Init(Napi::Env env) {
           InstanceMethod<&ContextWrap::CreateCq>("createCq"),
           InstanceMethod<&ContextWrap::WatchAsync>("watchAsync"),
           InstanceMethod<&ContextWrap::ReadAsyncEvents>("readAsyncEvents"),
-          InstanceMethod<&ContextWrap::Inject>("inject"),
+          InstanceAccessor<&ContextWrap::FaultsJs>("faults"),
           InstanceMethod<&ContextWrap::CloseJs>("close"),
       });
 }
@@ -264,86 +265,9 @@ void ContextWrap::ReadAsync(napi_env env, Poller::Wakeup& out) {
   out.argv[0] = events;
 }
 
-static Wc ParseWc(Napi::Env env, Napi::Value v) {
-  if (!v.IsObject()) throw Napi::TypeError::New(env, "work completion must be an object");
-  Napi::Object o = v.As<Napi::Object>();
-  Wc wc;
-  wc.wr_id = ValueU64(env, o.Get("wrId"), "wc.wrId", 0);
-  auto num = [&](const char* key, uint32_t dflt, uint32_t max) {
-    Napi::Value x = o.Get(key);
-    return x.IsUndefined() ? dflt : ValueU32(env, x, key, 0, max);
-  };
-  wc.status = num("status", 0, 255);
-  wc.opcode = num("opcode", 0, 255);
-  wc.byte_len = num("byteLen", 0, UINT32_MAX);
-  wc.qp_num = num("qpNum", 0, 0xffffff);
-  wc.vendor_err = num("vendorErr", 0, UINT32_MAX);
-  Napi::Value imm = o.Get("imm");
-  if (!imm.IsUndefined()) {
-    wc.imm = ValueU32(env, imm, "imm");
-    wc.wc_flags |= wc_flag::WITH_IMM;
-  }
-  return wc;
-}
-
-// inject(kind, ...): the soft device's fault injection hooks. Every argument
-// (the work completion's getters included) is read before the context, the
-// CQ or the channel is taken.
-Napi::Value ContextWrap::Inject(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string kind = ArgString(info, 0, "fault kind");
-  enum class Target { kNone, kCq, kChannel } target = Target::kNone;
-  bool with_wc = false;
-  if (kind == "overrun" || kind == "emptyEvent") {
-    target = Target::kCq;
-  } else if (kind == "errorCompletion" || kind == "completionBeforeArm") {
-    target = Target::kCq;
-    with_wc = true;
-  } else if (kind == "spuriousWakeup") {
-    target = Target::kChannel;
-  } else if (kind != "delayUs" && kind != "duplicateEvents" && kind != "deviceFatal" &&
-             kind != "portEvent") {
-    throw Napi::RangeError::New(env, "unknown fault kind '" + kind + "'");
-  }
-  CqWrap* cqw = target == Target::kCq ? UnwrapArg<CqWrap>(env, info[1], "cq") : nullptr;
-  ChannelWrap* chw =
-      target == Target::kChannel ? UnwrapArg<ChannelWrap>(env, info[1], "channel") : nullptr;
-  Wc wc;
-  if (with_wc) wc = ParseWc(env, info[2]);
-  uint32_t delay = kind == "delayUs" ? ArgU32(info, 1, "delay (us)", 0, 10000000) : 0;
-  bool on = kind == "duplicateEvents" ? ArgBool(info, 1, "on", true) : false;
-  uint32_t port_event = kind == "portEvent" ? ArgU32(info, 1, "event type", 0, 18) : 0;
-
-  Context* c = Checked(env, "inject");
-  Faults* f = c->faults();
-  if (!f) {
-    throw ErrnoError(env, EOPNOTSUPP, "inject",
-                     "fault injection is only available on soft devices");
-  }
-  Cq* cq = cqw ? cqw->Checked(env, "inject") : nullptr;
-  Channel* ch = chw ? chw->Checked(env, "inject") : nullptr;
-  Guard(env, [&] {
-    if (kind == "overrun") {
-      f->overrun(cq);
-    } else if (kind == "errorCompletion") {
-      f->error_completion(cq, wc);
-    } else if (kind == "emptyEvent") {
-      f->empty_event(cq);
-    } else if (kind == "completionBeforeArm") {
-      f->completion_before_arm(cq, wc);
-    } else if (kind == "spuriousWakeup") {
-      f->spurious_wakeup(ch);
-    } else if (kind == "delayUs") {
-      f->delay_us(delay);
-    } else if (kind == "duplicateEvents") {
-      f->duplicate_events(on);
-    } else if (kind == "deviceFatal") {
-      f->device_fatal();
-    } else {
-      f->port_event(port_event);
-    }
-  });
-  return env.Undefined();
+// faults: the device's fault injection hooks (faults.h).
+Napi::Value ContextWrap::FaultsJs(const Napi::CallbackInfo& info) {
+  return FaultsWrap::New(info.Env(), this);
 }
 
 }  // namespace rxv

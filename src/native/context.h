@@ -44,7 +44,7 @@ class ContextWrap : public TaggedWrap<ContextWrap>, public Lifetime {
   Napi::Value CreateCq(const Napi::CallbackInfo& info);
   Napi::Value WatchAsync(const Napi::CallbackInfo& info);
   Napi::Value ReadAsyncEvents(const Napi::CallbackInfo& info);
-  Napi::Value Inject(const Napi::CallbackInfo& info);
+  Napi::Value FaultsJs(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   Napi::Array DrainAsync(Napi::Env env);

@@ -39,7 +39,9 @@ Napi::Function CqWrap::Init(Napi::Env env) {
                          InstanceMethod<&CqWrap::RequestNotify>("requestNotify"),
                          InstanceMethod<&CqWrap::Poll>("poll"),
                          InstanceMethod<&CqWrap::Ack>("ack"),
-                         InstanceMethod<&CqWrap::SetFastPath>("setFastPath"),
+                         InstanceMethod<&CqWrap::StartFastPath>("startFastPath"),
+                         InstanceMethod<&CqWrap::PauseFastPath>("pauseFastPath"),
+                         InstanceMethod<&CqWrap::StopFastPath>("stopFastPath"),
                          InstanceMethod<&CqWrap::CloseJs>("close"),
                      });
 }
@@ -232,19 +234,32 @@ napi_value CqWrap::Service(napi_env env) {
   return batch;
 }
 
-// setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
-// active arms and polls at once, returning what was already queued.
-Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint32_t mode = ArgU32(info, 0, "mode", 0, 2);
-  uint32_t ack_every = info[1].IsUndefined() ? ack_every_ : ArgU32(info, 1, "ackEvery", 1, 1u << 20);
-  Checked(env, "setFastPath");
+// startFastPath(ackEvery?): the watcher consumes this CQ natively (ack in
+// batches of ackEvery, re-arm, poll to empty); returns what was already
+// queued. pauseFastPath(): the CQ stays the watcher's, but is neither armed
+// nor polled (backpressure). stopFastPath(): back to the explicit path; the
+// events the watcher counted are acked.
+Napi::Value CqWrap::StartFastPath(const Napi::CallbackInfo& info) {
+  uint32_t ack_every =
+      info[0].IsUndefined() ? ack_every_ : ArgU32(info, 0, "ackEvery", 1, 1u << 20);
+  Napi::Value out = SwitchMode(info.Env(), Mode::kActive, "startFastPath");
   ack_every_ = ack_every;
-  if (mode != 0 && !chw_) {
-    throw ErrnoError(env, EINVAL, "setFastPath",
-                     "the CQ was created without a completion channel");
+  return out;
+}
+
+Napi::Value CqWrap::PauseFastPath(const Napi::CallbackInfo& info) {
+  return SwitchMode(info.Env(), Mode::kPaused, "pauseFastPath");
+}
+
+Napi::Value CqWrap::StopFastPath(const Napi::CallbackInfo& info) {
+  return SwitchMode(info.Env(), Mode::kExplicit, "stopFastPath");
+}
+
+Napi::Value CqWrap::SwitchMode(Napi::Env env, Mode next, const char* verb) {
+  Checked(env, verb);
+  if (next != Mode::kExplicit && !chw_) {
+    throw ErrnoError(env, EINVAL, verb, "the CQ was created without a completion channel");
   }
-  Mode next = mode == 0 ? Mode::kExplicit : mode == 1 ? Mode::kActive : Mode::kPaused;
   if (next == Mode::kExplicit && mode_ != Mode::kExplicit) {
     // Leaving the fast path: the events we counted are ours to ack.
     Guard(env, [&] { AckNow(static_cast<uint32_t>(events_.unacked())); });

@@ -68,12 +68,17 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Napi::Value Poll(const Napi::CallbackInfo& info);
   Napi::Value Ack(const Napi::CallbackInfo& info);
   Napi::Value Unacked(const Napi::CallbackInfo& info);
-  Napi::Value SetFastPath(const Napi::CallbackInfo& info);
+  Napi::Value StartFastPath(const Napi::CallbackInfo& info);
+  Napi::Value PauseFastPath(const Napi::CallbackInfo& info);
+  Napi::Value StopFastPath(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void AckNow(uint32_t n);
+  // Switches the consumption mode; entering kActive arms and polls at once,
+  // returning what was already queued (or undefined).
+  Napi::Value SwitchMode(Napi::Env env, Mode next, const char* verb);
   // Polls until empty into scratch_ (after what is carried); returns how
   // many scratch_ holds. Throws VerbsError.
   size_t PollToEmpty();
