@@ -10,7 +10,7 @@ namespace rxv {
 namespace soft {
 
 void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port) {
-  Guard a(c->amu);
+  Lock a(c->amu);
   if (c->afd.fd() < 0) return;  // context closed
   AsyncEvent ev;
   ev.type = type;
@@ -28,7 +28,7 @@ static bool names(const AsyncEvent& ev, const void* obj) {
 }
 
 size_t async_unacked(CtxCore* c, const void* obj) {
-  Guard a(c->amu);
+  Lock a(c->amu);
   size_t n = 0;
   for (auto& kv : c->delivered)
     if (names(kv.second, obj)) ++n;
@@ -36,7 +36,7 @@ size_t async_unacked(CtxCore* c, const void* obj) {
 }
 
 void async_purge(CtxCore* c, const void* obj) {
-  Guard a(c->amu);
+  Lock a(c->amu);
   for (auto it = c->aq.begin(); it != c->aq.end();) {
     if (names(*it, obj))
       it = c->aq.erase(it);
@@ -56,7 +56,7 @@ int SoftContext::async_fd() const { return core->afd.fd(); }
 
 bool SoftContext::get_async_event(AsyncEvent* out) {
   CtxCore* c = core.get();
-  Guard a(c->amu);
+  Lock a(c->amu);
   if (c->afd.fd() < 0) fail(EBADF, "ibv_get_async_event", "the context is closed");
   if (c->aq.empty()) {
     c->afd.reset();  // readiness may have been spurious
@@ -72,7 +72,7 @@ bool SoftContext::get_async_event(AsyncEvent* out) {
 
 void SoftContext::ack_async_event(const AsyncEvent& ev) {
   CtxCore* c = core.get();
-  Guard a(c->amu);
+  Lock a(c->amu);
   auto it = c->delivered.find(reinterpret_cast<uintptr_t>(ev.native));
   rules::RefuseUnknownAsyncAck(it != c->delivered.end());
   c->delivered.erase(it);

@@ -13,7 +13,7 @@ namespace soft {
 std::unique_ptr<Context> open_context(const std::string& name) {
   auto c = std::make_shared<CtxCore>();
   {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     ensure_default_device();
     c->dev = find_device(name);
     if (!c->dev) {
@@ -27,7 +27,7 @@ std::unique_ptr<Context> open_context(const std::string& name) {
   try {
     engine_start(c.get());
   } catch (const std::exception& e) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     auto& v = c->dev->contexts;
     v.erase(std::find(v.begin(), v.end(), c.get()));
     fail(ENOMEM, "ibv_open_device", std::string("cannot start the device thread: ") + e.what());
@@ -76,7 +76,7 @@ PortAttr SoftContext::query_port(uint8_t port) {
   check_alive(core.get(), "ibv_query_port");
   const DeviceCore* d = core->dev.get();
   check_port(d, port, "ibv_query_port");
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   const DeviceCore::Port& p = d->ports[port - 1];
   PortAttr a;
   a.state = p.state;
@@ -103,7 +103,7 @@ Gid SoftContext::query_gid(uint8_t port, int index) {
 }
 
 std::unique_ptr<Pd> SoftContext::alloc_pd() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, "ibv_alloc_pd", "the context is closed");
   check_alive(core.get(), "ibv_alloc_pd");
   auto p = std::make_shared<PdCore>();
@@ -113,7 +113,7 @@ std::unique_ptr<Pd> SoftContext::alloc_pd() {
 }
 
 std::unique_ptr<Channel> SoftContext::create_channel() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, "ibv_create_comp_channel", "the context is closed");
   check_alive(core.get(), "ibv_create_comp_channel");
   auto ch = std::make_shared<ChCore>();
@@ -127,7 +127,7 @@ std::unique_ptr<Channel> SoftContext::create_channel() {
 
 std::unique_ptr<Cq> SoftContext::create_cq(int cqe, Channel* channel, int comp_vector) {
   const char* verb = "ibv_create_cq";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, verb, "the context is closed");
   check_alive(core.get(), verb);
   const uint32_t max = core->dev->opts.max_cqe;
@@ -161,7 +161,7 @@ static void close_locked(CtxCore* c, bool force) {
     c->fatal.store(true, std::memory_order_release);
     for (QpCore* q : std::vector<QpCore*>(c->qps.begin(), c->qps.end())) {
       qp_unroute(q);
-      Guard l(q->mu);
+      Lock l(q->mu);
       q->state = qp_state::ERR;
     }
     for (MrCore* m : std::vector<MrCore*>(c->mrs.begin(), c->mrs.end())) {
@@ -186,7 +186,7 @@ static void close_locked(CtxCore* c, bool force) {
 void SoftContext::teardown(bool force) {
   CtxCore* c = core.get();
   {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     if (!c->closed) {
       if (!force) {
         rules::OpenChildren open;
@@ -199,7 +199,7 @@ void SoftContext::teardown(bool force) {
     }
   }
   engine_stop(c);  // joins; idempotent
-  Guard a(c->amu);
+  Lock a(c->amu);
   c->aq.clear();
   c->afd.close();
 }

@@ -53,7 +53,7 @@ namespace rxv {
 namespace soft {
 
 using Clock = std::chrono::steady_clock;
-using Guard = std::lock_guard<std::mutex>;
+using Lock = std::lock_guard<std::mutex>;
 using ULock = std::unique_lock<std::mutex>;
 
 struct DeviceCore;

@@ -16,7 +16,7 @@ static void push_batch(CqCore* cq, const CqCore::Staged* items, size_t n) {
   bool fire = false;
   bool overrun = false;
   {
-    Guard l(cq->mu);
+    Lock l(cq->mu);
     if (cq->dead || cq->error) return;  // a broken CQ loses what comes later
     for (size_t i = 0; i < n; ++i) {
       if (cq->count == cq->depth) {
@@ -59,7 +59,7 @@ void cq_push(CqCore* cq, const Wc& wc, bool solicited) {
 
 void cq_overrun(CqCore* cq) {
   {
-    Guard l(cq->mu);
+    Lock l(cq->mu);
     if (cq->error || cq->dead) return;
     cq->error = true;
     cq->armed = false;
@@ -81,12 +81,12 @@ CqCore* cq_of(Cq* cq, const char* verb) {
 int SoftCq::cqe() const { return int(core->depth); }
 
 Channel* SoftCq::channel() const {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   return core->ch ? core->ch->handle : nullptr;
 }
 
 static void arm(CqCore* c, bool solicited_only) {
-  Guard l(c->mu);
+  Lock l(c->mu);
   if (c->dead) fail(EINVAL, "ibv_req_notify_cq", "the CQ is destroyed");
   if (c->error) fail(EIO, "ibv_req_notify_cq", "the CQ is in error (overrun)");
   // Arming for "any" while armed for "solicited" widens the arm, as
@@ -104,10 +104,10 @@ void SoftCq::req_notify(bool solicited_only) {
   }
   // Fault: completions land in the window between the caller's last poll
   // and the arm taking effect, so this arm does not see them.
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   std::vector<Wc> pending;
   {
-    Guard l(c->mu);
+    Lock l(c->mu);
     pending.swap(c->before_arm);
     c->has_before_arm.store(false, std::memory_order_release);
   }
@@ -141,7 +141,7 @@ void SoftCq::ack_events(uint32_t n) {
     if (n) fail(EINVAL, "ibv_ack_cq_events", "the CQ has no completion channel");
     return;
   }
-  Guard l(c->ch->mu);
+  Lock l(c->ch->mu);
   c->events.Ack(n);
 }
 
@@ -150,7 +150,7 @@ static void release(CqCore* c, bool force) {
   CtxCore* ctx = c->ctx.get();
   if (!force) rules::RefuseBusyCq(c->qps.size(), 0, async_unacked(ctx, c->handle));
   if (ChCore* ch = c->ch.get()) {
-    Guard l(ch->mu);
+    Lock l(ch->mu);
     if (!force) rules::RefuseBusyCq(0, c->events.unacked(), 0);
     // Pending events of this CQ die with it, as in the kernel.
     ch->q.erase(std::remove(ch->q.begin(), ch->q.end(), c), ch->q.end());
@@ -159,7 +159,7 @@ static void release(CqCore* c, bool force) {
   }
   async_purge(ctx, c->handle);
   {
-    Guard l(c->mu);
+    Lock l(c->mu);
     c->dead = true;
     c->armed = false;
   }
@@ -168,13 +168,13 @@ static void release(CqCore* c, bool force) {
 }
 
 void SoftCq::destroy() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->dead) return;
   release(core.get(), false);
 }
 
 SoftCq::~SoftCq() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (!core->dead) release(core.get(), true);
 }
 

@@ -8,7 +8,7 @@ namespace soft {
 
 std::unique_ptr<Mr> SoftPd::reg_mr(void* addr, size_t length, uint32_t access) {
   const char* verb = "ibv_reg_mr";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) fail(EINVAL, verb, "the PD is destroyed");
   check_alive(p->ctx.get(), verb);
@@ -41,7 +41,7 @@ std::unique_ptr<Mr> SoftPd::reg_mr(void* addr, size_t length, uint32_t access) {
 std::unique_ptr<Qp> SoftPd::create_rc_qp(const QpInit& init) { return create_qp(core, init); }
 
 void SoftPd::destroy() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) return;
   rules::RefuseBusyPd(p->nmrs, p->nqps);
@@ -50,7 +50,7 @@ void SoftPd::destroy() {
 }
 
 SoftPd::~SoftPd() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (!core->dead) {
     core->dead = true;
     core->ctx->pds.erase(core.get());

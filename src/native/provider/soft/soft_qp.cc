@@ -71,7 +71,7 @@ Transition transition(uint32_t cur, uint32_t next) {
 }
 
 void clear_queues(QpCore* q) {
-  Guard l(q->mu);
+  Lock l(q->mu);
   q->sq_head = q->sq_count = 0;
   q->rq_head = q->rq_count = 0;
 }
@@ -83,7 +83,7 @@ void flush(QpCore* q) {
   for (;;) {
     SendSlot w;
     {
-      Guard l(q->mu);
+      Lock l(q->mu);
       if (!q->sq_count) break;
       w = q->sq[q->sq_head];
       q->sq_head = q->sq_head + 1 == q->sq.size() ? 0 : q->sq_head + 1;
@@ -100,7 +100,7 @@ void flush(QpCore* q) {
   for (;;) {
     RecvSlot w;
     {
-      Guard l(q->mu);
+      Lock l(q->mu);
       if (!q->rq_count) break;
       w = q->rq[q->rq_head];
       q->rq_head = q->rq_head + 1 == q->rq.size() ? 0 : q->rq_head + 1;
@@ -116,7 +116,7 @@ void flush(QpCore* q) {
 }
 
 void set_state(QpCore* q, uint32_t st) {
-  Guard l(q->mu);
+  Lock l(q->mu);
   q->state = st;
 }
 
@@ -150,7 +150,7 @@ void qp_unroute(QpCore* q) {
 
 std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init) {
   const char* verb = "ibv_create_qp";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (pd->dead) fail(EINVAL, verb, "the PD is destroyed");
   CtxCore* ctx = pd->ctx.get();
   check_alive(ctx, verb);
@@ -195,13 +195,13 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
 }
 
 uint32_t SoftQp::state() const {
-  Guard l(core->mu);
+  Lock l(core->mu);
   return core->state;
 }
 
 void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   const char* verb = "ibv_modify_qp";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   QpCore* q = core.get();
   if (q->dead) fail(EINVAL, verb, "the QP is destroyed");
   check_alive(q->ctx.get(), verb);
@@ -290,7 +290,7 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   const char* why = nullptr;
   bool appended = false;
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     if (q->dead) err = EINVAL, why = "the QP is destroyed";
     for (; !err && posted < n; ++posted) {
       const SendWr& w = wrs[posted];
@@ -368,7 +368,7 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
     }
   }
   if (!flushed.empty()) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     for (const Wc& wc : flushed) cq_push(q->scq.get(), wc, false);
   }
   if (appended) schedule(q);
@@ -389,7 +389,7 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   const char* why = nullptr;
   bool kick = false;
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     if (q->dead) err = EINVAL, why = "the QP is destroyed";
     for (; !err && posted < n; ++posted) {
       const RecvWr& w = wrs[posted];
@@ -428,7 +428,7 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
     kick = posted && !q->waiters.empty();
   }
   if (!flushed.empty() || kick) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     for (const Wc& wc : flushed) cq_push(q->rcq.get(), wc, false);
     if (kick) kick_waiters(q);
   }
@@ -453,7 +453,7 @@ static void release(QpCore* q) {
   --q->pd->nqps;
   ctx->qps.erase(q);
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     q->state = qp_state::RESET;
     q->dead = true;
   }
