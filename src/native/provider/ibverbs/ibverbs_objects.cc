@@ -26,18 +26,6 @@ void fail_closed(const char* verb) {
                    "the device context was closed (object released)");
 }
 
-bool is_qp_event(ibv_event_type type) {
-  switch (type) {
-    case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR: case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED:
-      return true;
-    default:
-      return false;
-  }
-}
-
 int set_nonblock(int fd) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0) return errno;
@@ -82,7 +70,7 @@ void ContextState::teardown_locked() noexcept {
   for (IbvMr* m : mrs) m->release_locked();
   for (IbvPd* p : pds) p->release_locked();
   for (IbvChannel* ch : channels) ch->release_locked();
-  ack_pending_locked([](const ibv_async_event&) { return true; });
+  ack_pending_locked(nullptr);
   api->close_device(ctx);  // also frees whatever a failed release left
   ctx = nullptr;
 }
@@ -155,11 +143,7 @@ void IbvCq::release_locked() noexcept {
   if (cq_ == nullptr) return;
   // Unacked events would make ibv_destroy_cq wait forever: ack them first.
   if (uint64_t n = events.AckAll()) st_->api->ack_cq_events(cq_, static_cast<unsigned>(n));
-  ibv_cq* raw = cq_;
-  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
-    return ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == raw;
-  });
-  async_unacked = 0;
+  st_->ack_pending_locked(this);
   if (st_->api->destroy_cq(cq_) == 0 && channel_ != nullptr)
     --channel_->cq_count;
   cq_ = nullptr;
@@ -228,7 +212,7 @@ void IbvCq::ack_events(uint32_t n) {
 void IbvCq::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (cq_ == nullptr) return;
-  rules::RefuseBusyCq(qp_count, events.unacked(), async_unacked);
+  rules::RefuseBusyCq(qp_count, events.unacked(), st_->pending_async.Naming(this));
   int ret = st_->api->destroy_cq(cq_);
   if (ret != 0) fail(ret, "ibv_destroy_cq", "");
   if (channel_ != nullptr) --channel_->cq_count;
@@ -401,11 +385,7 @@ void drop_qp_refs(IbvQp* q) {
 
 void IbvQp::release_locked() noexcept {
   if (qp_ == nullptr) return;
-  ibv_qp* raw = qp_;
-  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
-    return is_qp_event(ev.event_type) && ev.element.qp == raw;
-  });
-  async_unacked = 0;
+  st_->ack_pending_locked(this);
   if (st_->api->destroy_qp(qp_) == 0) drop_qp_refs(this);
   qp_ = nullptr;
 }
@@ -583,7 +563,7 @@ void IbvQp::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (qp_ == nullptr) return;
   // ibv_destroy_qp waits until every async event read for the QP is acked.
-  rules::RefuseBusyQp(async_unacked);
+  rules::RefuseBusyQp(st_->pending_async.Naming(this));
   int ret = st_->api->destroy_qp(qp_);
   if (ret != 0) fail(ret, "ibv_destroy_qp", "QP " + std::to_string(qp_num_));
   drop_qp_refs(this);

@@ -27,12 +27,14 @@ static bool names(const AsyncEvent& ev, const void* obj) {
   return obj && (static_cast<const void*>(ev.cq) == obj || static_cast<const void*>(ev.qp) == obj);
 }
 
+// The CQ or QP an event names (soft events name at most one).
+static const void* named(const AsyncEvent& ev) {
+  return ev.cq ? static_cast<const void*>(ev.cq) : static_cast<const void*>(ev.qp);
+}
+
 size_t async_unacked(CtxCore* c, const void* obj) {
   Lock a(c->amu);
-  size_t n = 0;
-  for (auto& kv : c->delivered)
-    if (names(kv.second, obj)) ++n;
-  return n;
+  return obj ? c->delivered.Naming(obj) : 0;
 }
 
 void async_purge(CtxCore* c, const void* obj) {
@@ -43,12 +45,7 @@ void async_purge(CtxCore* c, const void* obj) {
     else
       ++it;
   }
-  for (auto it = c->delivered.begin(); it != c->delivered.end();) {
-    if (names(it->second, obj))
-      it = c->delivered.erase(it);
-    else
-      ++it;
-  }
+  if (obj) c->delivered.Forget(obj, [](uintptr_t) {});
   if (c->aq.empty()) c->afd.reset();
 }
 
@@ -64,7 +61,7 @@ bool SoftContext::get_async_event(AsyncEvent* out) {
   }
   AsyncEvent ev = c->aq.front();
   c->aq.pop_front();
-  c->delivered.emplace(reinterpret_cast<uintptr_t>(ev.native), ev);
+  c->delivered.Delivered(reinterpret_cast<uintptr_t>(ev.native), named(ev));
   if (c->aq.empty()) c->afd.reset();
   *out = ev;
   return true;
@@ -73,9 +70,7 @@ bool SoftContext::get_async_event(AsyncEvent* out) {
 void SoftContext::ack_async_event(const AsyncEvent& ev) {
   CtxCore* c = core.get();
   Lock a(c->amu);
-  auto it = c->delivered.find(reinterpret_cast<uintptr_t>(ev.native));
-  rules::RefuseUnknownAsyncAck(it != c->delivered.end());
-  c->delivered.erase(it);
+  c->delivered.Acked(reinterpret_cast<uintptr_t>(ev.native));
 }
 
 }  // namespace soft

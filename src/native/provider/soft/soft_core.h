@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "../provider.h"
+#include "rules/async_ledger.h"
 #include "rules/event_ledger.h"
 
 namespace rxv {
@@ -164,7 +165,7 @@ struct CtxCore {
   std::mutex amu;
   EventFd afd;
   std::deque<AsyncEvent> aq;
-  std::unordered_map<uintptr_t, AsyncEvent> delivered;  // not yet acked
+  rules::AsyncLedger<uintptr_t> delivered;  // not yet acked
   uintptr_t next_ev = 1;
 };
 
