@@ -1,9 +1,6 @@
 #include "channel.h"
 
-#include <cstdio>
-
 #include "cq.h"
-#include "util/deliver.h"
 #include "rules/refusals.h"
 
 
