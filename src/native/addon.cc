@@ -8,6 +8,7 @@
 #include "channel.h"
 #include "context.h"
 #include "cq.h"
+#include "faults.h"
 #include "mr.h"
 #include "pd.h"
 #include "provider/provider.h"
@@ -35,7 +36,8 @@ static void PinLibrary() {
 // shared by two classes would let one pass for the other.
 namespace {
 constexpr napi_type_tag kTags[] = {ContextWrap::kTypeTag, PdWrap::kTypeTag, MrWrap::kTypeTag,
-                                   ChannelWrap::kTypeTag, CqWrap::kTypeTag, QpWrap::kTypeTag};
+                                   ChannelWrap::kTypeTag, CqWrap::kTypeTag, QpWrap::kTypeTag,
+                                   FaultsWrap::kTypeTag};
 constexpr bool TagsDistinct() {
   constexpr size_t n = sizeof kTags / sizeof kTags[0];
   for (size_t i = 0; i < n; i++) {
@@ -60,6 +62,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   channel_ctor = Napi::Persistent(ChannelWrap::Init(env));
   cq_ctor = Napi::Persistent(CqWrap::Init(env));
   qp_ctor = Napi::Persistent(QpWrap::Init(env));
+  faults_ctor = Napi::Persistent(FaultsWrap::Init(env));
   DefineAddon(exports,
               {
                   InstanceMethod<&Addon::ListDevices>("listDevices"),
@@ -74,6 +77,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
                   InstanceValue("CompletionChannel", channel_ctor.Value()),
                   InstanceValue("Cq", cq_ctor.Value()),
                   InstanceValue("Qp", qp_ctor.Value()),
+                  InstanceValue("Faults", faults_ctor.Value()),
               });
   // Registered after Node-API's own hook, so it runs before it: every live
   // handle and verbs object is released while the environment still works

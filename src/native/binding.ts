@@ -1,7 +1,8 @@
 /**
- * The typed face of the native addon. The classes here are implemented in
- * C++ (src/native/*.cc); the friendly API in src/verbs wraps them. Nothing
- * outside src/verbs should import this module.
+ * The typed face of the native addon: every class and method the C++ side
+ * (src/native, one ObjectWrap per verbs object) defines, declared here with
+ * its real types. The friendly API in src/verbs wraps them; apart from it,
+ * only the benchmarks and the addon's own tests reach this module.
  * @packageDocumentation
  */
 import * as path from 'path';
@@ -115,9 +116,18 @@ export interface NativeQpCap {
   maxInlineData: number;
 }
 
-/** Receives channel wakeups: explicit events, and fast-path results as `[cq, batch bytes | Error, ...]`. */
+/**
+ * Receives channel wakeups, one call per wakeup: the CQs of explicit events
+ * (one entry per event), and the fast-path CQs serviced with their results
+ * as parallel arrays (`fastResults[i]` is `fastCqs[i]`'s batch bytes, or the
+ * Error that CQ failed with).
+ */
 export interface WakeupOwner {
-  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | Uint8Array | Error> | null): void;
+  handleWakeup(
+    events: NativeCq[] | null,
+    fastCqs: NativeCq[] | null,
+    fastResults: Array<Uint8Array | Error> | null,
+  ): void;
 }
 
 /** Receives async events (already acked). */
@@ -140,8 +150,35 @@ export declare class NativeContext {
   /** Held weakly: async events alone never keep a context alive. */
   watchAsync(owner: AsyncOwner | null): void;
   readAsyncEvents(): NativeAsyncEvent[];
-  inject(kind: string, ...args: unknown[]): void;
+  /** Fault injection (a new view of the same hooks on every read). */
+  readonly faults: NativeFaults;
   close(): void;
+}
+
+/**
+ * A soft device's fault injection hooks. On other devices every method fails
+ * with `EOPNOTSUPP`; once the context is closed, with `EBADF`.
+ */
+export declare class NativeFaults {
+  private constructor();
+  /** Overruns the CQ now (CQ_ERR, QPs on it to ERR). */
+  overrun(cq: NativeCq): void;
+  /** Adds an error completion to the CQ. */
+  errorCompletion(cq: NativeCq, wc: NativeWcInit): void;
+  /** Raises an event on the CQ with nothing to poll. */
+  emptyEvent(cq: NativeCq): void;
+  /** Adds a completion in the window between the last poll and the next arm. */
+  completionBeforeArm(cq: NativeCq, wc: NativeWcInit): void;
+  /** Makes the channel fd readable with no event behind it. */
+  spuriousWakeup(channel: NativeChannel): void;
+  /** Delays every completion by this many microseconds. */
+  delayUs(us: number): void;
+  /** Raises every completion event twice while on. */
+  duplicateEvents(on: boolean): void;
+  /** Raises DEVICE_FATAL: the device is dead. */
+  deviceFatal(): void;
+  /** Raises a port async event (rdma-core's event type number). */
+  portEvent(type: number): void;
 }
 
 /** A protection domain. */
@@ -196,11 +233,16 @@ export declare class NativeCq {
   /** The batch's bytes (a region of a shared slab), or null when the CQ is empty. */
   poll(max?: number): Uint8Array | null;
   ack(n: number): void;
-  /** 0 explicit, 1 fast path active, 2 fast path paused. */
-  setFastPath(mode: 0 | 1 | 2, ackEvery?: number): Uint8Array | undefined;
+  /**
+   * Hands the CQ to the channel's watcher (ack in batches of `ackEvery`,
+   * re-arm, poll until empty). Returns what was already queued.
+   */
+  startFastPath(ackEvery?: number): Uint8Array | undefined;
+  /** Keeps the CQ on the fast path but neither arms nor polls it (backpressure). */
+  pauseFastPath(): void;
+  /** Back to the explicit path; the events the watcher counted are acked. */
+  stopFastPath(): void;
   close(): void;
-  /** Set by the TS wrapper so events map back to it. */
-  owner?: unknown;
 }
 
 /** An RC queue pair. */
@@ -214,7 +256,6 @@ export declare class NativeQp {
   postSend(packed: ArrayBufferView | ArrayBuffer, count: number): void;
   postRecv(packed: ArrayBufferView | ArrayBuffer, count: number): void;
   close(): void;
-  owner?: unknown;
 }
 
 /** The addon's module exports. */
@@ -239,6 +280,7 @@ export interface NativeBinding {
   CompletionChannel: typeof NativeChannel;
   Cq: typeof NativeCq;
   Qp: typeof NativeQp;
+  Faults: typeof NativeFaults;
 }
 
 let cached: NativeBinding | undefined;

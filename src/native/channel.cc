@@ -1,9 +1,7 @@
 #include "channel.h"
 
-#include <cstdio>
-
 #include "cq.h"
-#include "util/deliver.h"
+#include "rules/refusals.h"
 
 
 namespace rxv {
@@ -43,7 +41,9 @@ Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
 }
 
 ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<ChannelWrap>(info), Lifetime(info.Env()) {
+    : TaggedWrap<ChannelWrap>(info),
+      Lifetime(info.Env()),
+      poller_(addon_, "completion channel", "rx-verbs:channel") {
   Channel* raw = TakeToken<Channel>(info);
   if (!raw) {
     BeginClose();
@@ -57,27 +57,21 @@ ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
 
 void ChannelWrap::Close(bool force) {
   if (closed()) return;
-  if (!force && !cqs_.empty()) {
-    throw VerbsError(EBUSY, "ibv_destroy_comp_channel",
-                     std::to_string(cqs_.size()) +
-                         " CQ(s) still use this channel: close them first");
-  }
-  bool was_watching = poll_.Active();
-  poll_.Stop();
+  if (!force) rules::RefuseBusyChannel(cqs_.size());
+  // The fd dies with the channel: stop reading it first, and read again if
+  // the channel refuses to go.
+  bool was_reading = poller_.Pause();
   try {
     ch_->destroy();
   } catch (const VerbsError&) {
     if (!force) {
-      if (was_watching) poll_.Start();
+      if (was_reading) poller_.Resume();
       throw;
     }
   }
   BeginClose();
-  poll_.Close();
-  watching_ = false;
-  if (!addon_->tearing_down) owner_.Reset();
+  poller_.Close();
   DetachCqs();
-  async_ctx_.reset();
   ch_.reset();
 }
 
@@ -111,8 +105,8 @@ void ChannelWrap::SetBudget(const Napi::CallbackInfo& info, const Napi::Value& v
 
 Napi::Value ChannelWrap::Wakeups(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("total", static_cast<double>(wakeups_));
-  o.Set("spurious", static_cast<double>(spurious_));
+  o.Set("total", static_cast<double>(poller_.wakeups()));
+  o.Set("spurious", static_cast<double>(poller_.spurious()));
   return o;
 }
 
@@ -143,13 +137,12 @@ CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   }
 }
 
-napi_value ChannelWrap::ServiceFast(napi_env env) {
-  if (fast_.empty()) return nullptr;
+bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results) {
+  if (fast_.empty()) return false;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
-  napi_value out = nullptr;
   uint32_t k = 0;
-  bool ok = napi_create_array(env, &out) == napi_ok;
+  bool ok = napi_create_array(env, cqs) == napi_ok && napi_create_array(env, results) == napi_ok;
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
     if (!ok || w->closed()) continue;
@@ -157,12 +150,13 @@ napi_value ChannelWrap::ServiceFast(napi_env env) {
     if (!cq) continue;
     napi_value r = w->Service(env);
     if (!r) continue;
-    ok = napi_set_element(env, out, k++, cq) == napi_ok &&
-         napi_set_element(env, out, k++, r) == napi_ok;
+    ok = napi_set_element(env, *cqs, k, cq) == napi_ok &&
+         napi_set_element(env, *results, k, r) == napi_ok;
+    k++;
   }
   todo.clear();
   fast_.swap(todo);  // keep the capacity
-  return ok && k ? out : nullptr;
+  return ok && k;
 }
 
 // tryGetEvent(): the non-blocking ibv_get_cq_event. Returns the CQ of the
@@ -184,31 +178,23 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
       }
     }
   });
-  napi_value fast = ServiceFast(env);
-  if (fast && !owner_.IsEmpty() && !owner_.Value().IsEmpty()) {
-    Napi::Object owner = owner_.Value();
-    owner.Get("handleWakeup").As<Napi::Function>().Call(owner, {env.Null(), Napi::Value(env, fast)});
-  }
+  napi_value argv[3] = {env.Null(), nullptr, nullptr};
+  if (ServiceFast(env, &argv[1], &argv[2])) poller_.CallNow(env, 3, argv);
   return found ? Napi::Value(found->Value()) : env.Null();
 }
 
 // setOwner(owner): wakeups go to owner.handleWakeup(events: Cq[] | null,
-// fast: [Cq, ArrayBuffer|Error, ...] | null), one call per wakeup.
+// fastCqs: Cq[] | null, fastResults: (Uint8Array | Error)[] | null), one
+// call per wakeup; fastResults[i] is fastCqs[i]'s.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // The handleWakeup getter may run any JS (closing this channel): read first.
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().Get("handleWakeup").IsFunction()) {
-    throw Napi::TypeError::New(env, "owner must be an object with a handleWakeup method");
-  }
+  Napi::Function handler = Poller::HandlerOf(env, info[0], "handleWakeup");
   Checked(env, "setOwner");
-  if (watching_ && !owner_.IsEmpty()) owner_.Unref();
-  owner_ = Napi::Weak(info[0].As<Napi::Object>());
-  if (watching_) owner_.Ref();
-  if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:channel");
+  poller_.SetOwner(env, info[0].As<Napi::Object>(), handler);
   return env.Undefined();
 }
 
-void ChannelWrap::ApplyRef() { poll_.Ref(watching_ && want_ref_); }
+void ChannelWrap::ApplyRef() { poller_.KeepAlive(poller_.held() && want_ref_); }
 
 // watch(on): start/stop reading the fd. The handle keeps the process alive
 // only while watching (something subscribed or armed) and not unref()'d.
@@ -217,30 +203,20 @@ Napi::Value ChannelWrap::Watch(const Napi::CallbackInfo& info) {
   bool on = ArgBool(info, 0, "on", true);
   Channel* ch = Checked(env, "watch");
   if (on) {
-    if (owner_.IsEmpty()) {
+    if (!poller_.has_owner()) {
       throw ErrnoError(env, EINVAL, "watch", "set an owner (setOwner) before watching");
     }
-    if (!poll_.Valid()) {
-      int rc = poll_.Init(addon_->env, addon_->loop, ch->fd(), [this](int status) { OnReadable(); });
-      if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
-    }
-    int rc = poll_.Start();
-    if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_start");
-    // While watched the owner is alive for its subscribers even if the user
-    // dropped every other reference to it: the subscription owns it.
-    if (!watching_) owner_.Ref();
-    watching_ = true;
+    poller_.Start(env, ch->fd(), [this](napi_env e, Poller::Wakeup& out) { Read(e, out); });
   } else {
-    poll_.Stop();
-    if (watching_) owner_.Unref();
-    watching_ = false;
+    poller_.Stop();
   }
+  poller_.Hold(on);
   ApplyRef();
   return env.Undefined();
 }
 
 Napi::Value ChannelWrap::Watching(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), watching_);
+  return Napi::Boolean::New(info.Env(), poller_.held());
 }
 
 Napi::Value ChannelWrap::RefJs(const Napi::CallbackInfo& info) {
@@ -259,59 +235,44 @@ Napi::Value ChannelWrap::HasRef(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), want_ref_);
 }
 
-void ChannelWrap::OnReadable() {
-  if (closed() || addon_->tearing_down || owner_.IsEmpty()) return;
-  napi_env env = Env();
-  // Nothing is read while JS cannot take it (a worker being terminated):
-  // the events stay pending and the teardown releases them.
-  if (!CanRunJs(env)) return;
-  wakeups_++;
-  bool any = false;
+void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
+  if (closed()) return;
   explicit_.clear();
   try {
-    // Readiness can be spurious and events can be empty: reading nothing is
-    // fine. The budget bounds one wakeup; the fd stays readable for the next.
+    // The budget bounds one wakeup; the fd stays readable for the next.
     for (uint32_t i = 0; i < budget_; i++) {
       bool got = false;
       CqWrap* w = ReadOne(&got);
       if (!got) break;
-      any = true;
+      out.read_any = true;
       if (w && !w->fast_path()) explicit_.push_back(w);
     }
   } catch (const VerbsError& e) {
-    fprintf(stderr, "rx-verbs: reading the completion channel failed: %s\n", e.what());
-    poll_.Stop();
-    if (watching_) owner_.Unref();
-    watching_ = false;
+    poller_.Failed(e);  // what was read still goes out
   }
-  if (!any) {
-    spurious_++;
-    return;
-  }
-  napi_handle_scope scope;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
-  napi_value argv[2];
-  napi_get_null(env, &argv[0]);
-  napi_get_null(env, &argv[1]);
+  if (!out.read_any) return;
+  napi_value events, fast_cqs = nullptr, fast_results = nullptr;
+  napi_get_null(env, &events);
   bool ok = true;
   uint32_t n_explicit = 0;
   if (!explicit_.empty()) {
-    ok = napi_create_array(env, &argv[0]) == napi_ok;
+    ok = napi_create_array(env, &events) == napi_ok;
     for (size_t i = 0; ok && i < explicit_.size(); i++) {
       napi_value cq = LiveWrapper(env, *explicit_[i]);
-      if (cq) ok = napi_set_element(env, argv[0], n_explicit++, cq) == napi_ok;
+      if (cq) ok = napi_set_element(env, events, n_explicit++, cq) == napi_ok;
     }
-    if (n_explicit == 0) napi_get_null(env, &argv[0]);
+    if (n_explicit == 0) napi_get_null(env, &events);
   }
-  napi_value fast = ok ? ServiceFast(env) : nullptr;
-  if (fast) argv[1] = fast;
-  napi_value owner = nullptr, fn;
-  if (ok && (fast || n_explicit > 0) &&
-      napi_get_reference_value(env, static_cast<napi_ref>(owner_), &owner) == napi_ok && owner &&
-      napi_get_named_property(env, owner, "handleWakeup", &fn) == napi_ok) {
-    DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 2, argv);
+  bool fast = ok && ServiceFast(env, &fast_cqs, &fast_results);
+  if (!ok || (!fast && n_explicit == 0)) return;
+  if (!fast) {
+    napi_get_null(env, &fast_cqs);
+    napi_get_null(env, &fast_results);
   }
-  napi_close_handle_scope(env, scope);
+  out.argc = 3;
+  out.argv[0] = events;
+  out.argv[1] = fast_cqs;
+  out.argv[2] = fast_results;
 }
 
 }  // namespace rxv

@@ -1,7 +1,6 @@
-// CompletionChannel and its watcher: one uv_poll on the channel fd, on the
-// environment's own loop. Each wakeup reads events until EAGAIN (or the
-// per-wakeup budget), services fast-path CQs natively, and makes one call
-// into JS under a callback scope.
+// CompletionChannel: the channel fd, watched by a Poller (poller.h). Each
+// wakeup reads events until EAGAIN (or the per-wakeup budget), services
+// fast-path CQs natively, and makes one call into JS.
 #pragma once
 
 #include <napi.h>
@@ -12,7 +11,7 @@
 #include <vector>
 
 #include "provider/provider.h"
-#include "util/uv_poll_handle.h"
+#include "poller.h"
 #include "util/wrap.h"
 
 namespace rxv {
@@ -59,27 +58,24 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   Napi::Value Wakeups(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
-  void OnReadable();
+  // One wakeup's reading (Poller::Read).
+  void Read(napi_env env, Poller::Wakeup& out);
   // Reads one event; fast-path events are counted and queued for service.
   // Returns the CQ of an explicit event, or nullptr when none is left.
   CqWrap* ReadOne(bool* got_any);
-  // Services queued fast-path CQs into [cq, ArrayBuffer|Error, ...], or
-  // nullptr when none had anything. Raw Node-API (see util/deliver.h).
-  napi_value ServiceFast(napi_env env);
+  // Services queued fast-path CQs into two parallel arrays, the CQs and
+  // their results (a batch's bytes or an Error). False when none had
+  // anything. Raw Node-API (see util/deliver.h).
+  bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results);
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;
   std::set<CqWrap*> cqs_;
-  UvPoll poll_;
-  // The JS object whose handleWakeup(events, fast) receives wakeups. Weak,
-  // except while watching: a subscription then owns the channel.
-  Napi::ObjectReference owner_;
-  std::unique_ptr<Napi::AsyncContext> async_ctx_;
-  bool watching_ = false;
+  // Wakeups go to the owner's handleWakeup(events, fastCqs, fastResults). The owner is weak,
+  // except while watching (held): a subscription then owns the channel.
+  Poller poller_;
   bool want_ref_ = true;
   uint32_t budget_ = 1024;
-  uint64_t wakeups_ = 0;
-  uint64_t spurious_ = 0;
   std::vector<CqWrap*> explicit_;  // reused across wakeups
   std::vector<CqWrap*> fast_;
 };

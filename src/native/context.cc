@@ -1,13 +1,12 @@
 #include "context.h"
 
 #include <cerrno>
-#include <cstdio>
 
 #include "channel.h"
 #include "cq.h"
+#include "faults.h"
 #include "pd.h"
 #include "qp.h"
-#include "util/deliver.h"
 #include "util/js_values.h"
 
 namespace rxv {
@@ -27,7 +26,7 @@ Napi::Function ContextWrap::Init(Napi::Env env) {
           InstanceMethod<&ContextWrap::CreateCq>("createCq"),
           InstanceMethod<&ContextWrap::WatchAsync>("watchAsync"),
           InstanceMethod<&ContextWrap::ReadAsyncEvents>("readAsyncEvents"),
-          InstanceMethod<&ContextWrap::Inject>("inject"),
+          InstanceAccessor<&ContextWrap::FaultsJs>("faults"),
           InstanceMethod<&ContextWrap::CloseJs>("close"),
       });
 }
@@ -44,7 +43,9 @@ Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
 }
 
 ContextWrap::ContextWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<ContextWrap>(info), Lifetime(info.Env()) {
+    : TaggedWrap<ContextWrap>(info),
+      Lifetime(info.Env()),
+      async_poller_(addon_, "async events", "rx-verbs:async") {
   Context* raw = TakeToken<Context>(info);
   if (!raw) {
     BeginClose();
@@ -59,20 +60,17 @@ void ContextWrap::Close(bool force) {
   if (closed()) return;
   // The fd dies with the context: stop watching it first, and watch again
   // if the context refuses to go (EBUSY while children remain).
-  bool was_watching = async_poll_.Active();
-  async_poll_.Stop();
+  bool was_reading = async_poller_.Pause();
   try {
     ctx_->destroy();
   } catch (const VerbsError&) {
     if (!force) {
-      if (was_watching) async_poll_.Start();
+      if (was_reading) async_poller_.Resume();
       throw;
     }
   }
   BeginClose();
-  async_poll_.Close();
-  if (!addon_->tearing_down) owner_.Reset();
-  async_ctx_.reset();
+  async_poller_.Close();
   ctx_.reset();
 }
 
@@ -237,131 +235,39 @@ Napi::Value ContextWrap::ReadAsyncEvents(const Napi::CallbackInfo& info) {
 Napi::Value ContextWrap::WatchAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   bool stop = info[0].IsNull() || info[0].IsUndefined();
-  // Reading handleAsync may run a getter (which may close this context):
-  // read it before taking the context.
-  if (!stop && (!info[0].IsObject() ||
-                !info[0].As<Napi::Object>().Get("handleAsync").IsFunction())) {
-    throw Napi::TypeError::New(env, "owner must be an object with a handleAsync method");
-  }
+  Napi::Function handler;
+  if (!stop) handler = Poller::HandlerOf(env, info[0], "handleAsync");
   Context* c = Checked(env, "ibv_get_async_event");
   if (stop) {
-    async_poll_.Close();
-    owner_.Reset();
+    async_poller_.Stop();
+    async_poller_.ClearOwner();
     return env.Undefined();
   }
-  owner_ = Napi::Weak(info[0].As<Napi::Object>());
-  if (!async_ctx_) async_ctx_ = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:async");
-  if (!async_poll_.Valid()) {
-    int rc = async_poll_.Init(addon_->env, addon_->loop, c->async_fd(), [this](int) { OnAsyncReadable(); });
-    if (rc != 0) throw ErrnoError(env, -rc, "uv_poll_init");
-    async_poll_.Start();
-    async_poll_.Ref(false);
-  }
+  async_poller_.SetOwner(env, info[0].As<Napi::Object>(), handler);
+  async_poller_.Start(env, c->async_fd(),
+                      [this](napi_env e, Poller::Wakeup& out) { ReadAsync(e, out); });
+  async_poller_.KeepAlive(false);
   return env.Undefined();
 }
 
-void ContextWrap::OnAsyncReadable() {
-  if (closed() || addon_->tearing_down || owner_.IsEmpty()) return;
-  Napi::Env env = owner_.Env();
-  if (!CanRunJs(env)) return;
-  Napi::HandleScope scope(env);
+void ContextWrap::ReadAsync(napi_env env, Poller::Wakeup& out) {
+  if (closed()) return;
   Napi::Array events;
   try {
-    events = DrainAsync(env);
+    events = DrainAsync(Napi::Env(env));
   } catch (const VerbsError& e) {
-    fprintf(stderr, "rx-verbs: reading async events failed: %s\n", e.what());
-    async_poll_.Stop();
+    async_poller_.Failed(e);
     return;
   }
   if (events.Length() == 0) return;  // spurious readiness
-  Napi::Value owner = owner_.Value();
-  if (owner.IsEmpty() || !owner.IsObject()) return;
-  Napi::Value fn = owner.As<Napi::Object>().Get("handleAsync");
-  if (!fn.IsFunction()) return;
-  napi_value argv[1] = {events};
-  DeliverToJs(env, static_cast<napi_async_context>(*async_ctx_), owner, fn, 1, argv);
+  out.read_any = true;
+  out.argc = 1;
+  out.argv[0] = events;
 }
 
-static Wc ParseWc(Napi::Env env, Napi::Value v) {
-  if (!v.IsObject()) throw Napi::TypeError::New(env, "work completion must be an object");
-  Napi::Object o = v.As<Napi::Object>();
-  Wc wc;
-  wc.wr_id = ValueU64(env, o.Get("wrId"), "wc.wrId", 0);
-  auto num = [&](const char* key, uint32_t dflt, uint32_t max) {
-    Napi::Value x = o.Get(key);
-    return x.IsUndefined() ? dflt : ValueU32(env, x, key, 0, max);
-  };
-  wc.status = num("status", 0, 255);
-  wc.opcode = num("opcode", 0, 255);
-  wc.byte_len = num("byteLen", 0, UINT32_MAX);
-  wc.qp_num = num("qpNum", 0, 0xffffff);
-  wc.vendor_err = num("vendorErr", 0, UINT32_MAX);
-  Napi::Value imm = o.Get("imm");
-  if (!imm.IsUndefined()) {
-    wc.imm = ValueU32(env, imm, "imm");
-    wc.wc_flags |= wc_flag::WITH_IMM;
-  }
-  return wc;
-}
-
-// inject(kind, ...): the soft device's fault injection hooks. Every argument
-// (the work completion's getters included) is read before the context, the
-// CQ or the channel is taken.
-Napi::Value ContextWrap::Inject(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string kind = ArgString(info, 0, "fault kind");
-  enum class Target { kNone, kCq, kChannel } target = Target::kNone;
-  bool with_wc = false;
-  if (kind == "overrun" || kind == "emptyEvent") {
-    target = Target::kCq;
-  } else if (kind == "errorCompletion" || kind == "completionBeforeArm") {
-    target = Target::kCq;
-    with_wc = true;
-  } else if (kind == "spuriousWakeup") {
-    target = Target::kChannel;
-  } else if (kind != "delayUs" && kind != "duplicateEvents" && kind != "deviceFatal" &&
-             kind != "portEvent") {
-    throw Napi::RangeError::New(env, "unknown fault kind '" + kind + "'");
-  }
-  CqWrap* cqw = target == Target::kCq ? UnwrapArg<CqWrap>(env, info[1], "cq") : nullptr;
-  ChannelWrap* chw =
-      target == Target::kChannel ? UnwrapArg<ChannelWrap>(env, info[1], "channel") : nullptr;
-  Wc wc;
-  if (with_wc) wc = ParseWc(env, info[2]);
-  uint32_t delay = kind == "delayUs" ? ArgU32(info, 1, "delay (us)", 0, 10000000) : 0;
-  bool on = kind == "duplicateEvents" ? ArgBool(info, 1, "on", true) : false;
-  uint32_t port_event = kind == "portEvent" ? ArgU32(info, 1, "event type", 0, 18) : 0;
-
-  Context* c = Checked(env, "inject");
-  Faults* f = c->faults();
-  if (!f) {
-    throw ErrnoError(env, EOPNOTSUPP, "inject",
-                     "fault injection is only available on soft devices");
-  }
-  Cq* cq = cqw ? cqw->Checked(env, "inject") : nullptr;
-  Channel* ch = chw ? chw->Checked(env, "inject") : nullptr;
-  Guard(env, [&] {
-    if (kind == "overrun") {
-      f->overrun(cq);
-    } else if (kind == "errorCompletion") {
-      f->error_completion(cq, wc);
-    } else if (kind == "emptyEvent") {
-      f->empty_event(cq);
-    } else if (kind == "completionBeforeArm") {
-      f->completion_before_arm(cq, wc);
-    } else if (kind == "spuriousWakeup") {
-      f->spurious_wakeup(ch);
-    } else if (kind == "delayUs") {
-      f->delay_us(delay);
-    } else if (kind == "duplicateEvents") {
-      f->duplicate_events(on);
-    } else if (kind == "deviceFatal") {
-      f->device_fatal();
-    } else {
-      f->port_event(port_event);
-    }
-  });
-  return env.Undefined();
+// faults: the device's fault injection hooks (faults.h).
+Napi::Value ContextWrap::FaultsJs(const Napi::CallbackInfo& info) {
+  return FaultsWrap::New(info.Env(), this);
 }
 
 }  // namespace rxv

@@ -1,5 +1,5 @@
-// Context: an open device (ibv_context). Also watches the context's async
-// event fd, acking every event it reads before handing it to JS.
+// Context: an open device (ibv_context). Its async event fd is watched by a
+// Poller (poller.h); every event is acked as it is read, before JS sees it.
 #pragma once
 
 #include <napi.h>
@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "provider/provider.h"
-#include "util/uv_poll_handle.h"
+#include "poller.h"
 #include "util/wrap.h"
 
 namespace rxv {
@@ -44,18 +44,17 @@ class ContextWrap : public TaggedWrap<ContextWrap>, public Lifetime {
   Napi::Value CreateCq(const Napi::CallbackInfo& info);
   Napi::Value WatchAsync(const Napi::CallbackInfo& info);
   Napi::Value ReadAsyncEvents(const Napi::CallbackInfo& info);
-  Napi::Value Inject(const Napi::CallbackInfo& info);
+  Napi::Value FaultsJs(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   Napi::Array DrainAsync(Napi::Env env);
-  void OnAsyncReadable();
+  // One wakeup's reading (Poller::Read).
+  void ReadAsync(napi_env env, Poller::Wakeup& out);
 
   std::unique_ptr<Context> ctx_;
-  UvPoll async_poll_;
-  // The JS object whose handleAsync(events) receives async events (weak:
-  // async events alone never keep a context alive).
-  Napi::ObjectReference owner_;
-  std::unique_ptr<Napi::AsyncContext> async_ctx_;
+  // Async events go to the owner's handleAsync(events). Never held: async
+  // events alone never keep a context (or the process) alive.
+  Poller async_poller_;
 };
 
 }  // namespace rxv

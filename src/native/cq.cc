@@ -39,7 +39,9 @@ Napi::Function CqWrap::Init(Napi::Env env) {
                          InstanceMethod<&CqWrap::RequestNotify>("requestNotify"),
                          InstanceMethod<&CqWrap::Poll>("poll"),
                          InstanceMethod<&CqWrap::Ack>("ack"),
-                         InstanceMethod<&CqWrap::SetFastPath>("setFastPath"),
+                         InstanceMethod<&CqWrap::StartFastPath>("startFastPath"),
+                         InstanceMethod<&CqWrap::PauseFastPath>("pauseFastPath"),
+                         InstanceMethod<&CqWrap::StopFastPath>("stopFastPath"),
                          InstanceMethod<&CqWrap::CloseJs>("close"),
                      });
 }
@@ -79,13 +81,13 @@ CqWrap::CqWrap(const Napi::CallbackInfo& info)
 
 void CqWrap::AckNow(uint32_t n) {
   if (n == 0) return;
+  events_.Ack(n);
   cq_->ack_events(n);
-  acked_ += n;
   ack_calls_++;
 }
 
 void CqWrap::AckBatched() {
-  uint64_t owed = delivered_ - acked_;
+  uint64_t owed = events_.unacked();
   if (owed >= ack_every_) AckNow(static_cast<uint32_t>(owed));
 }
 
@@ -94,7 +96,7 @@ void CqWrap::Close(bool force) {
   // Acks are always flushed before destroy: on the fast path they are ours;
   // at teardown every delivered event is acked so destroy cannot refuse.
   try {
-    if (fast_path() || force) AckNow(static_cast<uint32_t>(delivered_ - acked_));
+    if (fast_path() || force) AckNow(static_cast<uint32_t>(events_.unacked()));
     cq_->destroy();
   } catch (const VerbsError&) {
     if (!force) throw;
@@ -122,14 +124,14 @@ Napi::Value CqWrap::Cqe(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value CqWrap::Unacked(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(delivered_ - acked_));
+  return Napi::Number::New(info.Env(), static_cast<double>(events_.unacked()));
 }
 
 Napi::Value CqWrap::Stats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
-  o.Set("events", static_cast<double>(delivered_));
-  o.Set("acked", static_cast<double>(acked_));
+  o.Set("events", static_cast<double>(events_.read()));
+  o.Set("acked", static_cast<double>(events_.acked()));
   o.Set("ackCalls", static_cast<double>(ack_calls_));
   o.Set("arms", static_cast<double>(arms_));
   o.Set("polls", static_cast<double>(polls_));
@@ -193,13 +195,7 @@ Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t n = ArgU32(info, 0, "n", 0, UINT32_MAX);
   Checked(env, "ibv_ack_cq_events");
-  uint64_t owed = delivered_ - acked_;
-  if (n > owed) {
-    throw Napi::RangeError::New(
-        env, "cannot ack " + std::to_string(n) + " events: only " +
-                 std::to_string(owed) + " were delivered and not yet acked");
-  }
-  Guard(env, [&] { AckNow(n); });
+  Guard(env, [&] { AckNow(n); });  // over-acking is a RangeError (rules/refusals.h)
   return env.Undefined();
 }
 
@@ -215,19 +211,6 @@ size_t CqWrap::PollToEmpty() {
     if (static_cast<size_t>(got) < kChunk) break;
   }
   return n;
-}
-
-static napi_value RawVerbsError(napi_env env, const VerbsError& e) {
-  napi_value code, msg, err, verb;
-  std::string text = std::string(e.what()) + " (" + ErrnoName(e.err()) + ")";
-  if (napi_create_string_utf8(env, ErrnoName(e.err()), NAPI_AUTO_LENGTH, &code) != napi_ok ||
-      napi_create_string_utf8(env, text.c_str(), NAPI_AUTO_LENGTH, &msg) != napi_ok ||
-      napi_create_error(env, code, msg, &err) != napi_ok ||
-      napi_create_string_utf8(env, e.verb().c_str(), NAPI_AUTO_LENGTH, &verb) != napi_ok ||
-      napi_set_named_property(env, err, "syscall", verb) != napi_ok) {
-    return nullptr;
-  }
-  return err;
 }
 
 napi_value CqWrap::Service(napi_env env) {
@@ -251,22 +234,35 @@ napi_value CqWrap::Service(napi_env env) {
   return batch;
 }
 
-// setFastPath(mode, ackEvery): 0 explicit, 1 active, 2 paused. Switching to
-// active arms and polls at once, returning what was already queued.
-Napi::Value CqWrap::SetFastPath(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint32_t mode = ArgU32(info, 0, "mode", 0, 2);
-  uint32_t ack_every = info[1].IsUndefined() ? ack_every_ : ArgU32(info, 1, "ackEvery", 1, 1u << 20);
-  Checked(env, "setFastPath");
+// startFastPath(ackEvery?): the watcher consumes this CQ natively (ack in
+// batches of ackEvery, re-arm, poll to empty); returns what was already
+// queued. pauseFastPath(): the CQ stays the watcher's, but is neither armed
+// nor polled (backpressure). stopFastPath(): back to the explicit path; the
+// events the watcher counted are acked.
+Napi::Value CqWrap::StartFastPath(const Napi::CallbackInfo& info) {
+  uint32_t ack_every =
+      info[0].IsUndefined() ? ack_every_ : ArgU32(info, 0, "ackEvery", 1, 1u << 20);
+  Napi::Value out = SwitchMode(info.Env(), Mode::kActive, "startFastPath");
   ack_every_ = ack_every;
-  if (mode != 0 && !chw_) {
-    throw ErrnoError(env, EINVAL, "setFastPath",
-                     "the CQ was created without a completion channel");
+  return out;
+}
+
+Napi::Value CqWrap::PauseFastPath(const Napi::CallbackInfo& info) {
+  return SwitchMode(info.Env(), Mode::kPaused, "pauseFastPath");
+}
+
+Napi::Value CqWrap::StopFastPath(const Napi::CallbackInfo& info) {
+  return SwitchMode(info.Env(), Mode::kExplicit, "stopFastPath");
+}
+
+Napi::Value CqWrap::SwitchMode(Napi::Env env, Mode next, const char* verb) {
+  Checked(env, verb);
+  if (next != Mode::kExplicit && !chw_) {
+    throw ErrnoError(env, EINVAL, verb, "the CQ was created without a completion channel");
   }
-  Mode next = mode == 0 ? Mode::kExplicit : mode == 1 ? Mode::kActive : Mode::kPaused;
   if (next == Mode::kExplicit && mode_ != Mode::kExplicit) {
     // Leaving the fast path: the events we counted are ours to ack.
-    Guard(env, [&] { AckNow(static_cast<uint32_t>(delivered_ - acked_)); });
+    Guard(env, [&] { AckNow(static_cast<uint32_t>(events_.unacked())); });
   }
   bool activate = next == Mode::kActive && mode_ != Mode::kActive;
   mode_ = next;

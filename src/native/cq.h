@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "provider/provider.h"
+#include "rules/event_ledger.h"
 #include "util/batch_slab.h"
 #include "util/wrap.h"
 
@@ -49,7 +50,7 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
 
   // --- used by the channel watcher ---
   // An event for this CQ was read from the channel.
-  void CountEvent() { delivered_++; }
+  void CountEvent() { events_.Read(); }
   bool fast_path() const { return mode_ != Mode::kExplicit; }
   // Acks the events counted so far once `ack_every_` have gathered.
   void AckBatched();
@@ -67,12 +68,17 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Napi::Value Poll(const Napi::CallbackInfo& info);
   Napi::Value Ack(const Napi::CallbackInfo& info);
   Napi::Value Unacked(const Napi::CallbackInfo& info);
-  Napi::Value SetFastPath(const Napi::CallbackInfo& info);
+  Napi::Value StartFastPath(const Napi::CallbackInfo& info);
+  Napi::Value PauseFastPath(const Napi::CallbackInfo& info);
+  Napi::Value StopFastPath(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void AckNow(uint32_t n);
+  // Switches the consumption mode; entering kActive arms and polls at once,
+  // returning what was already queued (or undefined).
+  Napi::Value SwitchMode(Napi::Env env, Mode next, const char* verb);
   // Polls until empty into scratch_ (after what is carried); returns how
   // many scratch_ holds. Throws VerbsError.
   size_t PollToEmpty();
@@ -86,8 +92,7 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Mode mode_ = Mode::kExplicit;
   bool broken_ = false;
   uint32_t ack_every_ = 64;
-  uint64_t delivered_ = 0;  // events read from the channel for this CQ
-  uint64_t acked_ = 0;
+  rules::EventLedger events_;  // events read from the channel for this CQ
   uint64_t arms_ = 0;
   uint64_t polls_ = 0;
   uint64_t wcs_ = 0;

@@ -1,6 +1,7 @@
 import type { NativeCq, NativeChannel } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { withAckMarks } from '../observables/with-ack-marks';
+import { cqOwners } from './owners';
 import type { Context } from './context';
 import type { Cq } from './cq';
 import type { CqEvent } from '../core/types';
@@ -139,20 +140,26 @@ export class CompletionChannel {
   }
 
   /** @internal One call per watcher wakeup (from the addon). */
-  handleWakeup(events: NativeCq[] | null, fast: Array<NativeCq | Uint8Array | Error> | null): void {
-    if (fast) {
-      for (let i = 0; i < fast.length; i += 2) {
-        (fast[i] as NativeCq & { owner: Cq }).owner.deliver(fast[i + 1] as Uint8Array | Error);
-      }
+  handleWakeup(
+    events: NativeCq[] | null,
+    fastCqs: NativeCq[] | null,
+    fastResults: Array<Uint8Array | Error> | null,
+  ): void {
+    if (fastCqs && fastResults) {
+      for (let i = 0; i < fastCqs.length; i++) cqOwners.get(fastCqs[i])?.deliver(fastResults[i]);
     }
     if (events) {
       const source = this.events();
-      for (const native of events) source.push(toEvent(native));
+      for (const native of events) {
+        const event = toEvent(native);
+        if (event) source.push(event);
+      }
     }
   }
 }
 
-function toEvent(native: NativeCq): CqEvent<Cq> {
-  const cq = native.owner as Cq;
-  return { cq, context: cq.userContext };
+/** The event of a native CQ; undefined for a CQ made outside this API. */
+function toEvent(native: NativeCq): CqEvent<Cq> | undefined {
+  const cq = cqOwners.get(native);
+  return cq && { cq, context: cq.userContext };
 }

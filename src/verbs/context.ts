@@ -5,6 +5,7 @@ import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STA
 import { Cq } from './cq';
 import { CqOverrunError, DeviceFatalError } from '../core/errors';
 import { Children } from './lifecycle';
+import { cqOwners, qpOwners } from './owners';
 import { Pd } from './pd';
 import type { Qp } from './qp';
 import { describe, optInt } from './validate';
@@ -165,7 +166,6 @@ export class Context {
 
   /** Fault injection; soft devices only (others fail with EOPNOTSUPP). */
   get faults(): Faults {
-    const n = this.native;
     const wc = (w: InjectedWc): NativeWcInit => ({
       wrId: w.wrId,
       status: w.status === undefined ? undefined : statusValue(w.status),
@@ -174,16 +174,17 @@ export class Context {
       qpNum: w.qpNum,
       imm: w.imm,
     });
+    const f = this.native.faults;
     return {
-      overrun: (cq) => n.inject('overrun', cq.native),
-      errorCompletion: (cq, w) => n.inject('errorCompletion', cq.native, wc(w)),
-      emptyEvent: (cq) => n.inject('emptyEvent', cq.native),
-      spuriousWakeup: (ch) => n.inject('spuriousWakeup', ch.native),
-      completionBeforeArm: (cq, w) => n.inject('completionBeforeArm', cq.native, wc(w)),
-      delayUs: (us) => n.inject('delayUs', us),
-      duplicateEvents: (on) => n.inject('duplicateEvents', on),
-      deviceFatal: () => n.inject('deviceFatal'),
-      portEvent: (type) => n.inject('portEvent', ASYNC_EVENT_NAMES.indexOf(type)),
+      overrun: (cq) => f.overrun(cq.native),
+      errorCompletion: (cq, w) => f.errorCompletion(cq.native, wc(w)),
+      emptyEvent: (cq) => f.emptyEvent(cq.native),
+      spuriousWakeup: (ch) => f.spuriousWakeup(ch.native),
+      completionBeforeArm: (cq, w) => f.completionBeforeArm(cq.native, wc(w)),
+      delayUs: (us) => f.delayUs(us),
+      duplicateEvents: (on) => f.duplicateEvents(on),
+      deviceFatal: () => f.deviceFatal(),
+      portEvent: (type) => f.portEvent(ASYNC_EVENT_NAMES.indexOf(type)),
     };
   }
 
@@ -247,8 +248,8 @@ export class Context {
   /** Applies an async event to the objects it concerns, then describes it. */
   private dispatch(e: NativeAsyncEvent): AsyncEvent {
     const type = ASYNC_EVENT_NAMES[e.type] ?? 'UNKNOWN';
-    const cq = e.cq?.owner as Cq | undefined;
-    const qp = e.qp?.owner as Qp | undefined;
+    const cq = e.cq && cqOwners.get(e.cq);
+    const qp = e.qp && qpOwners.get(e.qp);
     if (type === 'CQ_ERR' && cq) cq.fail(new CqOverrunError(`CQ overrun on ${this.deviceName} (depth ${cq.cqe})`, { cqe: cq.cqe }));
     if (type === 'DEVICE_FATAL' && !this.fatal) {
       this.fatal = new DeviceFatalError(`device ${this.deviceName} reported DEVICE_FATAL`, { device: this.deviceName });

@@ -6,6 +6,7 @@ import type { Context } from './context';
 import { CqOverrunError } from '../core/errors';
 import type { CqLike } from '../core/types';
 import { WcBatch } from '../core/wc-batch';
+import { cqOwners } from './owners';
 
 /** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
 export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
@@ -14,10 +15,6 @@ export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
   /** Max completions per `tryTake()` poll (default 256). */
   pollMax?: number;
 }
-
-const FAST_OFF = 0;
-const FAST_ACTIVE = 1;
-const FAST_PAUSED = 2;
 
 /**
  * A completion queue (`ibv_cq`). Consume it either explicitly (the channel's
@@ -45,7 +42,7 @@ export class Cq implements CqLike {
     this.context = context;
     this.channel = channel;
     this.userContext = userContext;
-    native.owner = this;
+    cqOwners.set(native, this);
   }
 
   /** The CQ's depth: how many completions it holds before it overruns. */
@@ -117,7 +114,7 @@ export class Cq implements CqLike {
           retained = true;
           let first: Uint8Array | undefined;
           try {
-            first = this.native.setFastPath(FAST_ACTIVE, ackEvery);
+            first = this.native.startFastPath(ackEvery);
           } catch (err) {
             // A CQ that cannot be armed (overrun, dead device) is not watched.
             retained = false;
@@ -131,7 +128,7 @@ export class Cq implements CqLike {
             retained = false;
             channel.release();
           }
-          if (!this.native.closed) this.native.setFastPath(FAST_PAUSED);
+          if (!this.native.closed) this.native.pauseFastPath();
         },
         pull: () => {
           if (this.native.closed) return undefined;

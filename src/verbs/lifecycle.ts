@@ -3,7 +3,7 @@
  * children newest first before itself, which is the safe destroy order
  * (QP, CQ, channel, MR, PD, context), and every close is idempotent.
  */
-export interface Closeable {
+export interface Closable {
   /** Releases the object; idempotent. */
   close(): void;
   /** True once closed. */
@@ -12,21 +12,21 @@ export interface Closeable {
 
 /** The set of live children of one verbs object. */
 export class Children {
-  private readonly live = new Set<Closeable>();
+  private readonly live = new Set<Closable>();
 
   /** Tracks a child; returns it. */
-  add<T extends Closeable>(child: T): T {
+  add<T extends Closable>(child: T): T {
     this.live.add(child);
     return child;
   }
 
   /** Forgets a child (it closed itself). */
-  delete(child: Closeable): void {
+  delete(child: Closable): void {
     this.live.delete(child);
   }
 
   /** The live children, oldest first. */
-  list(): Closeable[] {
+  list(): Closable[] {
     return [...this.live];
   }
 
@@ -39,7 +39,7 @@ export class Children {
    * Closes every child (or those `which` selects), newest first. The first
    * error is rethrown after trying all.
    */
-  closeAll(which: (child: Closeable) => boolean = () => true): void {
+  closeAll(which: (child: Closable) => boolean = () => true): void {
     let first: unknown;
     for (const child of [...this.live].reverse()) {
       if (!which(child)) continue;

@@ -4,6 +4,7 @@ import type { Cq } from './cq';
 import type { Pd } from './pd';
 import { accessBits, optInt, checkInt, checkObject, copyOptions } from './validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
+import { qpOwners } from './owners';
 
 /** QP capacities asked for at creation. */
 export type QpCapOptions = Partial<NativeQpCap>;
@@ -93,7 +94,7 @@ export class Qp {
     this.sendCq = sendCq;
     this.recvCq = recvCq;
     this.qpNum = native.qpNum;
-    native.owner = this;
+    qpOwners.set(native, this);
   }
 
   /** The current state (`'RESET'`, `'INIT'`, `'RTR'`, `'RTS'`, `'ERR'`, ...). */

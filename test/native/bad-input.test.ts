@@ -285,10 +285,10 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       expectThrow(() => n.modify(bad({ qpState: 2, ah: 5 }), 1 | (1 << 7)), 'TypeError');
       expectThrow(() => n.modify(bad({ qpState: 2, ah: { dgid: 'zz' } }), 1 | (1 << 7)), 'RangeError');
       expectThrow(() => n.modify({ qpState: 99 }, 1), 'RangeError');
-      expectThrow(() => p.cqA.native.setFastPath(bad(7)), 'RangeError');
+      expectThrow(() => p.cqA.native.startFastPath(bad(0)), 'RangeError');
       expectThrow(() => p.ctx.native.createCq(bad('x'), null), 'TypeError');
       expectThrow(() => p.ctx.native.createCq(4, bad({})), 'TypeError');
-      if (IS_SOFT) expectThrow(() => p.ctx.native.inject('noSuchFault'), 'RangeError');
+      if (IS_SOFT) expectThrow(() => p.ctx.native.faults.portEvent(bad(99)), 'RangeError');
       expectThrow(() => p.pd.native.createQp(bad(null), bad(null)), 'TypeError');
       expectThrow(() => p.pd.native.createQp(p.cqA.native, bad(p.channel.native)), 'TypeError');
       expectThrow(() => p.pd.native.registerMemory(Buffer.alloc(8), -1), 'RangeError');

@@ -33,7 +33,7 @@ describe('getters that close objects under a native call', () => {
         'pd.createQp cap getter closing the cq',
         'Pd.createQp cap getter (native) closing the pd',
         'Qp.modify attr getter (native) closing the qp',
-        'Context.inject errorCompletion wc getter (native) closing the cq',
+        'Faults.errorCompletion wc getter (native) closing the cq',
         'Context.watchAsync owner getter (native) closing the ctx',
         'CompletionChannel.setOwner owner getter (native) closing the ch2',
         'Qp.modify with a hostile argument in every position',

@@ -36,12 +36,16 @@ const char* ErrnoName(int err) {
   }
 }
 
+// "<verb> failed: <ENAME> (<strerror>)[: <detail>]", for both builders.
+static std::string ErrnoMessage(int err, const std::string& verb, const std::string& detail) {
+  std::string msg = verb + " failed: " + ErrnoName(err) + " (" + std::strerror(err) + ")";
+  if (!detail.empty()) msg += ": " + detail;
+  return msg;
+}
+
 Napi::Error ErrnoError(Napi::Env env, int err, const std::string& verb,
                        const std::string& detail) {
-  std::string msg = verb + " failed: " + ErrnoName(err) + " (" +
-                    std::strerror(err) + ")";
-  if (!detail.empty()) msg += ": " + detail;
-  Napi::Error e = Napi::Error::New(env, msg);
+  Napi::Error e = Napi::Error::New(env, ErrnoMessage(err, verb, detail));
   e.Set("code", Napi::String::New(env, ErrnoName(err)));
   e.Set("errno", Napi::Number::New(env, -err));
   e.Set("syscall", Napi::String::New(env, verb));
@@ -50,6 +54,21 @@ Napi::Error ErrnoError(Napi::Env env, int err, const std::string& verb,
 
 Napi::Error FromVerbsError(Napi::Env env, const VerbsError& e) {
   return ErrnoError(env, e.err(), e.verb(), e.detail());
+}
+
+napi_value RawVerbsError(napi_env env, const VerbsError& e) {
+  std::string text = ErrnoMessage(e.err(), e.verb(), e.detail());
+  napi_value code, msg, err, num, verb;
+  if (napi_create_string_utf8(env, ErrnoName(e.err()), NAPI_AUTO_LENGTH, &code) != napi_ok ||
+      napi_create_string_utf8(env, text.c_str(), NAPI_AUTO_LENGTH, &msg) != napi_ok ||
+      napi_create_error(env, code, msg, &err) != napi_ok ||
+      napi_create_int32(env, -e.err(), &num) != napi_ok ||
+      napi_set_named_property(env, err, "errno", num) != napi_ok ||
+      napi_create_string_utf8(env, e.verb().c_str(), NAPI_AUTO_LENGTH, &verb) != napi_ok ||
+      napi_set_named_property(env, err, "syscall", verb) != napi_ok) {
+    return nullptr;
+  }
+  return err;
 }
 
 static std::string Describe(Napi::Value v) {

@@ -98,6 +98,8 @@ napi_value CallbackBody(napi_env env, F&& body) {
     e.ThrowAsJavaScriptException();
   } catch (const VerbsError& e) {
     FromVerbsError(env, e).ThrowAsJavaScriptException();
+  } catch (const rules::OverAck& e) {
+    Napi::RangeError::New(env, e.what()).ThrowAsJavaScriptException();
   } catch (const std::bad_alloc&) {
     ErrnoError(env, ENOMEM, "malloc", "out of memory").ThrowAsJavaScriptException();
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 // Context of the ibverbs provider: queries, object creation, async events.
 #include "ibverbs_objects.h"
+#include "rules/refusals.h"
 
 #ifdef RXV_HAVE_IBVERBS
 
@@ -171,17 +172,14 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
   }
   std::lock_guard<std::mutex> lock(st_->mu);
   auto* copy = new ibv_async_event(ev);  // freed by ack (or teardown)
-  st_->pending_async.insert(copy);
   *out = AsyncEvent{};
   out->type = ev.event_type;  // rdma-core's enum values, passed through
   out->native = copy;
+  const void* named = nullptr;  // the IbvCq or IbvQp it names, if ours
   switch (ev.event_type) {
     case IBV_EVENT_CQ_ERR: {
       auto* c = static_cast<IbvCq*>(ev.element.cq->cq_context);
-      if (st_->cqs.count(c) != 0) {
-        ++c->async_unacked;
-        out->cq = c;
-      }
+      if (st_->cqs.count(c) != 0) out->cq = c, named = c;
       break;
     }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR:
@@ -189,10 +187,7 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
     case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED: {
       auto* q = static_cast<IbvQp*>(ev.element.qp->qp_context);
-      if (st_->qps.count(q) != 0) {
-        ++q->async_unacked;
-        out->qp = q;
-      }
+      if (st_->qps.count(q) != 0) out->qp = q, named = q;
       break;
     }
     case IBV_EVENT_PORT_ACTIVE: case IBV_EVENT_PORT_ERR:
@@ -204,43 +199,30 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
     default:  // DEVICE_FATAL, SRQ/WQ events (we create none): no element
       break;
   }
+  st_->pending_async.Delivered(copy, named);
   return true;
 }
 
 void IbvContext::ack_async_event(const AsyncEvent& e) {
   std::lock_guard<std::mutex> lock(st_->mu);
   auto* ev = static_cast<ibv_async_event*>(e.native);
-  auto it = st_->pending_async.find(ev);
-  if (it == st_->pending_async.end())
-    fail(EINVAL, "ibv_ack_async_event",
-         "not a pending async event of this context (acked twice?)");
-  // Un-count it on its CQ/QP from our own copy (not the caller's fields).
-  if (ev->event_type == IBV_EVENT_CQ_ERR) {
-    auto* c = static_cast<IbvCq*>(ev->element.cq->cq_context);
-    if (st_->cqs.count(c) != 0 && c->async_unacked != 0) --c->async_unacked;
-  } else if (is_qp_event(ev->event_type)) {
-    auto* q = static_cast<IbvQp*>(ev->element.qp->qp_context);
-    if (st_->qps.count(q) != 0 && q->async_unacked != 0) --q->async_unacked;
-  }
+  // Looked up by our own copy, never by the caller's fields.
+  st_->pending_async.Acked(ev);
   st_->api->ack_async_event(ev);
   delete ev;
-  st_->pending_async.erase(it);
 }
 
 void IbvContext::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (st_->ctx == nullptr) return;
-  size_t kids = st_->qps.size() + st_->cqs.size() + st_->mrs.size() +
-                st_->pds.size() + st_->channels.size();
-  if (kids != 0)
-    fail(EBUSY, "ibv_close_device",
-         std::to_string(st_->qps.size()) + " QPs, " +
-             std::to_string(st_->cqs.size()) + " CQs, " +
-             std::to_string(st_->mrs.size()) + " MRs, " +
-             std::to_string(st_->pds.size()) + " PDs and " +
-             std::to_string(st_->channels.size()) +
-             " channels still open on " + st_->device);
-  st_->ack_pending_locked([](const ibv_async_event&) { return true; });
+  rules::OpenChildren open;
+  open.qps = st_->qps.size();
+  open.cqs = st_->cqs.size();
+  open.mrs = st_->mrs.size();
+  open.pds = st_->pds.size();
+  open.channels = st_->channels.size();
+  rules::RefuseBusyContext(open);
+  st_->ack_pending_locked(nullptr);
   errno = 0;
   int ret = st_->api->close_device(st_->ctx);
   if (ret != 0) fail(ret > 0 ? ret : errno, "ibv_close_device", st_->device);

@@ -1,5 +1,7 @@
 // Channel, CQ, MR, PD and QP of the ibverbs provider.
 #include "ibverbs_objects.h"
+#include "rules/refusals.h"
+#include "rules/work_requests.h"
 
 #ifdef RXV_HAVE_IBVERBS
 
@@ -24,18 +26,6 @@ void fail_closed(const char* verb) {
                    "the device context was closed (object released)");
 }
 
-bool is_qp_event(ibv_event_type type) {
-  switch (type) {
-    case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR: case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED:
-      return true;
-    default:
-      return false;
-  }
-}
-
 int set_nonblock(int fd) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0) return errno;
@@ -50,12 +40,6 @@ std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-const char* state_name(uint32_t s) {
-  static const char* const names[] = {"RESET", "INIT", "RTR", "RTS",
-                                      "SQD",   "SQE",  "ERR"};
-  return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
 }
 
 template <typename T>
@@ -103,7 +87,7 @@ void ContextState::teardown_locked() noexcept {
   for (IbvPd* p : pds) p->release_locked();
   for (IbvChannel* ch : channels) ch->release_locked();
   retry_orphans_locked();
-  ack_pending_locked([](const ibv_async_event&) { return true; });
+  ack_pending_locked(nullptr);
   api->close_device(ctx);  // also frees whatever a failed release left
   ctx = nullptr;
 }
@@ -138,7 +122,7 @@ bool IbvChannel::get_event(Cq** cq) {
     if (st_->api->get_cq_event(ch_, &raw, &cq_ctx) == 0) {
       // cq_context is the IbvCq itself (set by create_cq).
       auto* c = static_cast<IbvCq*>(cq_ctx);
-      ++c->events_unacked;
+      c->events.Read();
       *cq = c;
       return true;
     }
@@ -153,9 +137,7 @@ bool IbvChannel::get_event(Cq** cq) {
 void IbvChannel::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (ch_ == nullptr) return;
-  if (cq_count != 0)
-    fail(EBUSY, "ibv_destroy_comp_channel",
-         std::to_string(cq_count) + " CQs still use this channel");
+  rules::RefuseBusyChannel(cq_count);
   int ret = st_->api->destroy_comp_channel(ch_);
   if (ret != 0) fail(ret, "ibv_destroy_comp_channel", "");
   ch_ = nullptr;
@@ -177,15 +159,8 @@ IbvCq::~IbvCq() {
 void IbvCq::release_locked() noexcept {
   if (cq_ == nullptr) return;
   // Unacked events would make ibv_destroy_cq wait forever: ack them first.
-  if (events_unacked != 0) {
-    st_->api->ack_cq_events(cq_, static_cast<unsigned>(events_unacked));
-    events_unacked = 0;
-  }
-  ibv_cq* raw = cq_;
-  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
-    return ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == raw;
-  });
-  async_unacked = 0;
+  if (uint64_t n = events.AckAll()) st_->api->ack_cq_events(cq_, static_cast<unsigned>(n));
+  st_->ack_pending_locked(this);
   if (st_->api->destroy_cq(cq_) != 0) {
     // Fails (EBUSY) while QPs use it: then it waits for them as an orphan.
     st_->orphan_cqs.push_back({cq_, channel_});
@@ -252,29 +227,14 @@ void IbvCq::ack_events(uint32_t n) {
   if (cq_ == nullptr) fail_closed("ibv_ack_cq_events");
   // Over-acking would corrupt libibverbs' counters and make ibv_destroy_cq
   // wait forever.
-  if (n > events_unacked)
-    fail(EINVAL, "ibv_ack_cq_events",
-         "acking " + std::to_string(n) + " events but only " +
-             std::to_string(events_unacked) + " were received");
+  events.Ack(n);
   st_->api->ack_cq_events(cq_, n);
-  events_unacked -= n;
 }
 
 void IbvCq::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (cq_ == nullptr) return;
-  if (qp_count != 0)
-    fail(EBUSY, "ibv_destroy_cq",
-         std::to_string(qp_count) + " QP queues still use this CQ");
-  // libibverbs would block forever inside ibv_destroy_cq here.
-  if (events_unacked != 0)
-    fail(EBUSY, "ibv_destroy_cq",
-         std::to_string(events_unacked) +
-             " completion events not acknowledged");
-  if (async_unacked != 0)
-    fail(EBUSY, "ibv_destroy_cq",
-         std::to_string(async_unacked) +
-             " async events (CQ_ERR) not acknowledged");
+  rules::RefuseBusyCq(qp_count, events.unacked(), st_->pending_async.Naming(this));
   int ret = st_->api->destroy_cq(cq_);
   if (ret != 0) fail(ret, "ibv_destroy_cq", "");
   if (channel_ != nullptr) --channel_->cq_count;
@@ -410,10 +370,7 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
 void IbvPd::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (pd_ == nullptr) return;
-  if (mr_count != 0 || qp_count != 0)
-    fail(EBUSY, "ibv_dealloc_pd",
-         std::to_string(mr_count) + " MRs and " + std::to_string(qp_count) +
-             " QPs still use this PD");
+  rules::RefuseBusyPd(mr_count, qp_count);
   int ret = st_->api->dealloc_pd(pd_);
   if (ret != 0) fail(ret, "ibv_dealloc_pd", "");
   pd_ = nullptr;
@@ -451,11 +408,7 @@ void drop_qp_refs(IbvQp* q) {
 
 void IbvQp::release_locked() noexcept {
   if (qp_ == nullptr) return;
-  ibv_qp* raw = qp_;
-  st_->ack_pending_locked([raw](const ibv_async_event& ev) {
-    return is_qp_event(ev.event_type) && ev.element.qp == raw;
-  });
-  async_unacked = 0;
+  st_->ack_pending_locked(this);
   if (st_->api->destroy_qp(qp_) == 0) {
     drop_qp_refs(this);
     st_->retry_orphans_locked();  // it may have been an orphan CQ's last QP
@@ -522,8 +475,8 @@ void IbvQp::modify(const QpAttr& a, uint32_t mask) {
   int ret = st_->api->modify_qp(qp_, &q, static_cast<int>(mask));
   if (ret != 0) {
     std::string detail = "QP " + std::to_string(qp_num_) + " from " +
-                         state_name(qp_->state);
-    if (mask & STATE) detail += std::string(" to ") + state_name(a.state);
+                         rules::QpStateName(qp_->state);
+    if (mask & STATE) detail += std::string(" to ") + rules::QpStateName(a.state);
     detail += ", mask " + hex(mask);
     fail(ret > 0 ? ret : (errno != 0 ? errno : EIO), "ibv_modify_qp", detail);
   }
@@ -533,17 +486,13 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   if (bad != nullptr) *bad = 0;
   if (n == 0) return;
   if (qp_ == nullptr) fail_closed("ibv_post_send");
-  constexpr uint32_t kFlags = send_flag::FENCE | send_flag::SIGNALED |
-                              send_flag::SOLICITED | send_flag::INLINE;
   // WRs before the first malformed one are posted (as a chain), then the
   // malformed one is reported at its index.
   size_t lim = 0;
   size_t total_sge = 0;
   for (; lim < n; ++lim) {
     const SendWr& w = wrs[lim];
-    if (w.opcode > wr_opcode::RDMA_READ || (w.send_flags & ~kFlags) ||
-        w.sg.size() > 0x7fffffffu)
-      break;
+    if (rules::MalformedSendWr(w) || w.sg.size() > 0x7fffffffu) break;
     total_sge += w.sg.size();
   }
   if (lim > 0) {
@@ -592,10 +541,9 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   }
   if (lim < n) {
     if (bad != nullptr) *bad = lim;
+    const char* why = rules::MalformedSendWr(wrs[lim]);
     fail(EINVAL, "ibv_post_send",
-         "WR " + std::to_string(lim) + " has an unknown opcode (" +
-             std::to_string(wrs[lim].opcode) + ") or send flags (" +
-             hex(wrs[lim].send_flags) + ")");
+         "WR " + std::to_string(lim) + ": " + (why ? why : "too many SGEs"));
   }
 }
 
@@ -641,9 +589,7 @@ void IbvQp::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (qp_ == nullptr) return;
   // ibv_destroy_qp waits until every async event read for the QP is acked.
-  if (async_unacked != 0)
-    fail(EBUSY, "ibv_destroy_qp",
-         std::to_string(async_unacked) + " async events not acknowledged");
+  rules::RefuseBusyQp(st_->pending_async.Naming(this));
   int ret = st_->api->destroy_qp(qp_);
   if (ret != 0) fail(ret, "ibv_destroy_qp", "QP " + std::to_string(qp_num_));
   drop_qp_refs(this);

@@ -21,6 +21,8 @@
 
 #include "../provider.h"
 #include "ibverbs_loader.h"
+#include "rules/async_ledger.h"
+#include "rules/event_ledger.h"
 
 namespace rxv {
 namespace ibv {
@@ -57,8 +59,8 @@ struct ContextState {
   std::vector<OrphanCq> orphan_cqs;
   std::vector<ibv_comp_channel*> orphan_channels;
   // Async events returned by get_async_event and not yet acked (heap copies;
-  // AsyncEvent::native points at one).
-  std::set<ibv_async_event*> pending_async;
+  // AsyncEvent::native points at one), by the IbvCq or IbvQp they name.
+  rules::AsyncLedger<ibv_async_event*> pending_async;
 
   // Releases every child still registered (QPs, CQs, MRs, PDs, channels, in
   // that order), acks pending events and closes the device. Best effort,
@@ -69,24 +71,16 @@ struct ContextState {
   // Destroys the orphans nothing uses any more (CQs first: they hold their
   // channel). Called after every destroy that may have freed one.
   void retry_orphans_locked() noexcept;
-  // Acks (and frees) pending async events for which pred(ev) holds.
-  template <typename Pred>
-  void ack_pending_locked(Pred pred) noexcept {
-    for (auto it = pending_async.begin(); it != pending_async.end();) {
-      if (pred(**it)) {
-        api->ack_async_event(*it);
-        delete *it;
-        it = pending_async.erase(it);
-      } else {
-        ++it;
-      }
-    }
+  // Acks (and frees) the pending async events naming `object` (a CQ or QP
+  // going away), or every one when it is nullptr.
+  void ack_pending_locked(const void* object) noexcept {
+    pending_async.Forget(object, [this](ibv_async_event* ev) {
+      api->ack_async_event(ev);
+      delete ev;
+    });
   }
 };
 using StatePtr = std::shared_ptr<ContextState>;
-
-// Async event types whose element is a QP (element.qp->qp_context is ours).
-bool is_qp_event(ibv_event_type type);
 
 // Thrown by any verb on an object whose context was torn down under it.
 [[noreturn]] void fail_closed(const char* verb);
@@ -124,10 +118,9 @@ class IbvCq final : public Cq {
 
   ibv_cq* raw() const { return cq_; }
   void release_locked() noexcept;
-  // Bookkeeping (guarded by st_->mu except events_unacked, which only the
+  // Bookkeeping (guarded by st_->mu except `events`, which only the
   // owning thread touches through get_event/ack_events).
-  uint64_t events_unacked = 0;  // completion events got - acked
-  uint32_t async_unacked = 0;   // CQ_ERR async events got - acked
+  rules::EventLedger events;    // completion events got and acked
   uint32_t qp_count = 0;        // QPs using this CQ (send or recv)
   IbvChannel* channel_;         // null when none (or orphaned)
 
@@ -174,7 +167,6 @@ class IbvQp final : public Qp {
 
   ibv_qp* raw() const { return qp_; }
   void release_locked() noexcept;
-  uint32_t async_unacked = 0;  // QP async events got - acked (st_->mu)
   // Parents; nulled if their objects go away first (contract violation at
   // teardown), so a late destructor never touches freed memory.
   IbvPd* pd_;

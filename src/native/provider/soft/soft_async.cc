@@ -4,12 +4,13 @@
 // ack_async_event, and a CQ/QP cannot be destroyed while one names it
 // (libibverbs would block in destroy; we report EBUSY instead).
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
 
 void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port) {
-  Guard a(c->amu);
+  Lock a(c->amu);
   if (c->afd.fd() < 0) return;  // context closed
   AsyncEvent ev;
   ev.type = type;
@@ -26,28 +27,25 @@ static bool names(const AsyncEvent& ev, const void* obj) {
   return obj && (static_cast<const void*>(ev.cq) == obj || static_cast<const void*>(ev.qp) == obj);
 }
 
+// The CQ or QP an event names (soft events name at most one).
+static const void* named(const AsyncEvent& ev) {
+  return ev.cq ? static_cast<const void*>(ev.cq) : static_cast<const void*>(ev.qp);
+}
+
 size_t async_unacked(CtxCore* c, const void* obj) {
-  Guard a(c->amu);
-  size_t n = 0;
-  for (auto& kv : c->delivered)
-    if (names(kv.second, obj)) ++n;
-  return n;
+  Lock a(c->amu);
+  return obj ? c->delivered.Naming(obj) : 0;
 }
 
 void async_purge(CtxCore* c, const void* obj) {
-  Guard a(c->amu);
+  Lock a(c->amu);
   for (auto it = c->aq.begin(); it != c->aq.end();) {
     if (names(*it, obj))
       it = c->aq.erase(it);
     else
       ++it;
   }
-  for (auto it = c->delivered.begin(); it != c->delivered.end();) {
-    if (names(it->second, obj))
-      it = c->delivered.erase(it);
-    else
-      ++it;
-  }
+  if (obj) c->delivered.Forget(obj, [](uintptr_t) {});
   if (c->aq.empty()) c->afd.reset();
 }
 
@@ -55,7 +53,7 @@ int SoftContext::async_fd() const { return core->afd.fd(); }
 
 bool SoftContext::get_async_event(AsyncEvent* out) {
   CtxCore* c = core.get();
-  Guard a(c->amu);
+  Lock a(c->amu);
   if (c->afd.fd() < 0) fail(EBADF, "ibv_get_async_event", "the context is closed");
   if (c->aq.empty()) {
     c->afd.reset();  // readiness may have been spurious
@@ -63,7 +61,7 @@ bool SoftContext::get_async_event(AsyncEvent* out) {
   }
   AsyncEvent ev = c->aq.front();
   c->aq.pop_front();
-  c->delivered.emplace(reinterpret_cast<uintptr_t>(ev.native), ev);
+  c->delivered.Delivered(reinterpret_cast<uintptr_t>(ev.native), named(ev));
   if (c->aq.empty()) c->afd.reset();
   *out = ev;
   return true;
@@ -71,11 +69,8 @@ bool SoftContext::get_async_event(AsyncEvent* out) {
 
 void SoftContext::ack_async_event(const AsyncEvent& ev) {
   CtxCore* c = core.get();
-  Guard a(c->amu);
-  auto it = c->delivered.find(reinterpret_cast<uintptr_t>(ev.native));
-  if (it == c->delivered.end())
-    fail(EINVAL, "ibv_ack_async_event", "this event was not delivered by this context or is already acked");
-  c->delivered.erase(it);
+  Lock a(c->amu);
+  c->delivered.Acked(reinterpret_cast<uintptr_t>(ev.native));
 }
 
 }  // namespace soft

@@ -5,12 +5,13 @@
 #include <algorithm>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
 
 void ch_push(ChCore* ch, CqCore* cq, int times) {
-  Guard l(ch->mu);
+  Lock l(ch->mu);
   if (ch->dead) return;
   const bool was_empty = ch->q.empty();
   for (int i = 0; i < times; ++i) ch->q.push_back(cq);
@@ -28,7 +29,7 @@ int SoftChannel::fd() const { return core->efd.fd(); }
 
 bool SoftChannel::get_event(Cq** out) {
   ChCore* c = core.get();
-  Guard l(c->mu);
+  Lock l(c->mu);
   if (c->dead) fail(EBADF, "ibv_get_cq_event", "the completion channel is destroyed");
   if (c->q.empty()) {
     c->efd.reset();  // a spurious wakeup: clear it so the poller rests
@@ -36,7 +37,7 @@ bool SoftChannel::get_event(Cq** out) {
   }
   CqCore* cq = c->q.front();
   c->q.pop_front();
-  ++cq->ev_delivered;
+  cq->events.Read();
   if (c->q.empty()) c->efd.reset();
   *out = cq->handle;
   return true;
@@ -44,7 +45,7 @@ bool SoftChannel::get_event(Cq** out) {
 
 static void release(ChCore* c) {
   {
-    Guard l(c->mu);
+    Lock l(c->mu);
     c->dead = true;
     c->q.clear();
     c->efd.close();
@@ -54,17 +55,15 @@ static void release(ChCore* c) {
 }
 
 void SoftChannel::destroy() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   ChCore* c = core.get();
   if (c->dead) return;
-  if (c->ncqs)
-    fail(EBUSY, "ibv_destroy_comp_channel",
-         std::to_string(c->ncqs) + " CQ(s) still use this completion channel");
+  rules::RefuseBusyChannel(c->ncqs);
   release(c);
 }
 
 SoftChannel::~SoftChannel() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (!core->dead) release(core.get());
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -12,7 +13,7 @@ namespace soft {
 std::unique_ptr<Context> open_context(const std::string& name) {
   auto c = std::make_shared<CtxCore>();
   {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     ensure_default_device();
     c->dev = find_device(name);
     if (!c->dev) {
@@ -26,7 +27,7 @@ std::unique_ptr<Context> open_context(const std::string& name) {
   try {
     engine_start(c.get());
   } catch (const std::exception& e) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     auto& v = c->dev->contexts;
     v.erase(std::find(v.begin(), v.end(), c.get()));
     fail(ENOMEM, "ibv_open_device", std::string("cannot start the device thread: ") + e.what());
@@ -75,7 +76,7 @@ PortAttr SoftContext::query_port(uint8_t port) {
   check_alive(core.get(), "ibv_query_port");
   const DeviceCore* d = core->dev.get();
   check_port(d, port, "ibv_query_port");
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   const DeviceCore::Port& p = d->ports[port - 1];
   PortAttr a;
   a.state = p.state;
@@ -102,7 +103,7 @@ Gid SoftContext::query_gid(uint8_t port, int index) {
 }
 
 std::unique_ptr<Pd> SoftContext::alloc_pd() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, "ibv_alloc_pd", "the context is closed");
   check_alive(core.get(), "ibv_alloc_pd");
   auto p = std::make_shared<PdCore>();
@@ -112,7 +113,7 @@ std::unique_ptr<Pd> SoftContext::alloc_pd() {
 }
 
 std::unique_ptr<Channel> SoftContext::create_channel() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, "ibv_create_comp_channel", "the context is closed");
   check_alive(core.get(), "ibv_create_comp_channel");
   auto ch = std::make_shared<ChCore>();
@@ -126,7 +127,7 @@ std::unique_ptr<Channel> SoftContext::create_channel() {
 
 std::unique_ptr<Cq> SoftContext::create_cq(int cqe, Channel* channel, int comp_vector) {
   const char* verb = "ibv_create_cq";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->closed) fail(EINVAL, verb, "the context is closed");
   check_alive(core.get(), verb);
   const uint32_t max = core->dev->opts.max_cqe;
@@ -160,7 +161,7 @@ static void close_locked(CtxCore* c, bool force) {
     c->fatal.store(true, std::memory_order_release);
     for (QpCore* q : std::vector<QpCore*>(c->qps.begin(), c->qps.end())) {
       qp_unroute(q);
-      Guard l(q->mu);
+      Lock l(q->mu);
       q->state = qp_state::ERR;
     }
     for (MrCore* m : std::vector<MrCore*>(c->mrs.begin(), c->mrs.end())) {
@@ -185,17 +186,20 @@ static void close_locked(CtxCore* c, bool force) {
 void SoftContext::teardown(bool force) {
   CtxCore* c = core.get();
   {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     if (!c->closed) {
-      if (!force && (!c->pds.empty() || !c->cqs.empty() || !c->chans.empty()))
-        fail(EBUSY, "ibv_close_device",
-             std::to_string(c->pds.size()) + " PD(s), " + std::to_string(c->cqs.size()) +
-                 " CQ(s) and " + std::to_string(c->chans.size()) + " channel(s) still open");
+      if (!force) {
+        rules::OpenChildren open;
+        open.pds = c->pds.size();
+        open.cqs = c->cqs.size();
+        open.channels = c->chans.size();
+        rules::RefuseBusyContext(open);
+      }
       close_locked(c, force);
     }
   }
   engine_stop(c);  // joins; idempotent
-  Guard a(c->amu);
+  Lock a(c->amu);
   c->aq.clear();
   c->afd.close();
 }

@@ -47,12 +47,14 @@
 #include <vector>
 
 #include "../provider.h"
+#include "rules/async_ledger.h"
+#include "rules/event_ledger.h"
 
 namespace rxv {
 namespace soft {
 
 using Clock = std::chrono::steady_clock;
-using Guard = std::lock_guard<std::mutex>;
+using Lock = std::lock_guard<std::mutex>;
 using ULock = std::unique_lock<std::mutex>;
 
 struct DeviceCore;
@@ -163,7 +165,7 @@ struct CtxCore {
   std::mutex amu;
   EventFd afd;
   std::deque<AsyncEvent> aq;
-  std::unordered_map<uintptr_t, AsyncEvent> delivered;  // not yet acked
+  rules::AsyncLedger<uintptr_t> delivered;  // not yet acked
   uintptr_t next_ev = 1;
 };
 
@@ -205,8 +207,7 @@ struct CqCore {
   std::vector<Wc> before_arm;
   std::atomic<bool> has_before_arm{false};
 
-  uint64_t ev_delivered = 0;  // ch->mu
-  uint64_t ev_acked = 0;      // ch->mu
+  rules::EventLedger events;  // ch->mu
 
   // G: completions the device thread produced in its current turn, not yet
   // visible to poll (published together under one ring lock).

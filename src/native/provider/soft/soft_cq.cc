@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
@@ -15,7 +16,7 @@ static void push_batch(CqCore* cq, const CqCore::Staged* items, size_t n) {
   bool fire = false;
   bool overrun = false;
   {
-    Guard l(cq->mu);
+    Lock l(cq->mu);
     if (cq->dead || cq->error) return;  // a broken CQ loses what comes later
     for (size_t i = 0; i < n; ++i) {
       if (cq->count == cq->depth) {
@@ -58,7 +59,7 @@ void cq_push(CqCore* cq, const Wc& wc, bool solicited) {
 
 void cq_overrun(CqCore* cq) {
   {
-    Guard l(cq->mu);
+    Lock l(cq->mu);
     if (cq->error || cq->dead) return;
     cq->error = true;
     cq->armed = false;
@@ -80,12 +81,12 @@ CqCore* cq_of(Cq* cq, const char* verb) {
 int SoftCq::cqe() const { return int(core->depth); }
 
 Channel* SoftCq::channel() const {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   return core->ch ? core->ch->handle : nullptr;
 }
 
 static void arm(CqCore* c, bool solicited_only) {
-  Guard l(c->mu);
+  Lock l(c->mu);
   if (c->dead) fail(EINVAL, "ibv_req_notify_cq", "the CQ is destroyed");
   if (c->error) fail(EIO, "ibv_req_notify_cq", "the CQ is in error (overrun)");
   // Arming for "any" while armed for "solicited" widens the arm, as
@@ -103,10 +104,10 @@ void SoftCq::req_notify(bool solicited_only) {
   }
   // Fault: completions land in the window between the caller's last poll
   // and the arm taking effect, so this arm does not see them.
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   std::vector<Wc> pending;
   {
-    Guard l(c->mu);
+    Lock l(c->mu);
     pending.swap(c->before_arm);
     c->has_before_arm.store(false, std::memory_order_release);
   }
@@ -140,33 +141,17 @@ void SoftCq::ack_events(uint32_t n) {
     if (n) fail(EINVAL, "ibv_ack_cq_events", "the CQ has no completion channel");
     return;
   }
-  Guard l(c->ch->mu);
-  const uint64_t unacked = c->ev_delivered - c->ev_acked;
-  if (n > unacked)
-    fail(EINVAL, "ibv_ack_cq_events",
-         "acking " + std::to_string(n) + " events but only " + std::to_string(unacked) +
-             " were delivered and not yet acknowledged");
-  c->ev_acked += n;
+  Lock l(c->ch->mu);
+  c->events.Ack(n);
 }
 
 // G held. force: the handle is going away regardless (destructor).
 static void release(CqCore* c, bool force) {
   CtxCore* ctx = c->ctx.get();
-  if (!force) {
-    if (!c->qps.empty())
-      fail(EBUSY, "ibv_destroy_cq", std::to_string(c->qps.size()) + " QP(s) still use this CQ");
-    if (size_t n = async_unacked(ctx, c->handle))
-      fail(EBUSY, "ibv_destroy_cq",
-           std::to_string(n) + " async event(s) naming this CQ not acknowledged");
-  }
+  if (!force) rules::RefuseBusyCq(c->qps.size(), 0, async_unacked(ctx, c->handle));
   if (ChCore* ch = c->ch.get()) {
-    Guard l(ch->mu);
-    const uint64_t unacked = c->ev_delivered - c->ev_acked;
-    if (unacked && !force)
-      fail(EBUSY, "ibv_destroy_cq",
-           std::to_string(unacked) +
-               " events not acknowledged (call ack_events for every event get_event returned; "
-               "libibverbs would block here forever)");
+    Lock l(ch->mu);
+    if (!force) rules::RefuseBusyCq(0, c->events.unacked(), 0);
     // Pending events of this CQ die with it, as in the kernel.
     ch->q.erase(std::remove(ch->q.begin(), ch->q.end(), c), ch->q.end());
     if (ch->q.empty()) ch->efd.reset();
@@ -174,7 +159,7 @@ static void release(CqCore* c, bool force) {
   }
   async_purge(ctx, c->handle);
   {
-    Guard l(c->mu);
+    Lock l(c->mu);
     c->dead = true;
     c->armed = false;
   }
@@ -183,13 +168,13 @@ static void release(CqCore* c, bool force) {
 }
 
 void SoftCq::destroy() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (core->dead) return;
   release(core.get(), false);
 }
 
 SoftCq::~SoftCq() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (!core->dead) release(core.get(), true);
 }
 

@@ -61,7 +61,7 @@ void publish_all() {
 
 void add_timer(QpCore* q, Clock::time_point at) {
   CtxCore* c = q->ctx.get();
-  Guard r(c->rmu);
+  Lock r(c->rmu);
   if (q->in_timed) return;
   q->in_timed = true;
   q->wake_at = at;
@@ -69,12 +69,12 @@ void add_timer(QpCore* q, Clock::time_point at) {
 }
 
 bool timed(QpCore* q) {
-  Guard r(q->ctx->rmu);
+  Lock r(q->ctx->rmu);
   return q->in_timed;
 }
 
 uint32_t sq_pending(QpCore* q) {
-  Guard l(q->mu);
+  Lock l(q->mu);
   return q->sq_count;
 }
 
@@ -171,7 +171,7 @@ void move_bytes(ULock& gl, QpCore* r, const Sge* src, uint32_t ns, const Sge* ds
 void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
   SendSlot w;
   {
-    Guard l(s->mu);
+    Lock l(s->mu);
     if (!s->sq_count || s->sq[s->sq_head].seq != seq) return;
     w = s->sq[s->sq_head];
     s->sq_head = s->sq_head + 1 == s->sq.size() ? 0 : s->sq_head + 1;
@@ -196,7 +196,7 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
                    uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited) {
   RecvSlot w;
   {
-    Guard l(r->mu);
+    Lock l(r->mu);
     if (!r->rq_count || r->rq[r->rq_head].seq != seq) return false;
     w = r->rq[r->rq_head];
     r->rq_head = r->rq_head + 1 == r->rq.size() ? 0 : r->rq_head + 1;
@@ -221,7 +221,7 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
 
 // The responder's head receive (index and seq); false when its RQ is empty.
 bool recv_head(QpCore* r, uint32_t* idx, uint64_t* seq) {
-  Guard l(r->mu);
+  Lock l(r->mu);
   if (!r->rq_count) return false;
   *idx = r->rq_head;
   *seq = r->rq[r->rq_head].seq;
@@ -234,7 +234,7 @@ bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
   if (s->attr.rnr_retry == 7) {  // 7 = retry forever, as in IB
     {
       // Registered under r->mu, where post_recv checks for waiters.
-      Guard l(r->mu);
+      Lock l(r->mu);
       if (!r->rq_count) {
         s->blocked_on = r;
         r->waiters.push_back(s);
@@ -445,7 +445,7 @@ void engine_main(CtxCore* c) {
     {
       // Pick the turn under G as well, so no QP in it can be destroyed
       // before it runs (destroy takes G and unschedules).
-      Guard r(c->rmu);
+      Lock r(c->rmu);
       const Clock::time_point now = Clock::now();
       for (size_t i = 0; i < c->timed.size();) {
         QpCore* q = c->timed[i];
@@ -486,7 +486,7 @@ void engine_main(CtxCore* c) {
 
 void schedule(QpCore* q) {
   CtxCore* c = q->ctx.get();
-  Guard r(c->rmu);
+  Lock r(c->rmu);
   if (q->in_ready || q->in_timed || c->stop) return;
   c->ready.push_back(q);
   q->in_ready = true;
@@ -499,7 +499,7 @@ void schedule(QpCore* q) {
 void unschedule(QpCore* q) {
   CtxCore* c = q->ctx.get();
   {
-    Guard r(c->rmu);
+    Lock r(c->rmu);
     if (q->in_ready) {
       c->ready.erase(std::find(c->ready.begin(), c->ready.end(), q));
       q->in_ready = false;
@@ -510,7 +510,7 @@ void unschedule(QpCore* q) {
     }
   }
   if (QpCore* r = q->blocked_on) {
-    Guard l(r->mu);
+    Lock l(r->mu);
     r->waiters.erase(std::find(r->waiters.begin(), r->waiters.end(), q));
     q->blocked_on = nullptr;
   }
@@ -519,7 +519,7 @@ void unschedule(QpCore* q) {
 void kick_waiters(QpCore* r) {
   std::vector<QpCore*> w;
   {
-    Guard l(r->mu);
+    Lock l(r->mu);
     if (r->waiters.empty()) return;
     w.swap(r->waiters);
   }
@@ -533,7 +533,7 @@ void engine_start(CtxCore* c) { c->thread = std::thread(engine_main, c); }
 
 void engine_stop(CtxCore* c) {
   {
-    Guard r(c->rmu);
+    Lock r(c->rmu);
     c->stop = true;
     c->cv.notify_all();
   }

@@ -143,7 +143,7 @@ class SoftProvider final : public Provider {
   const char* name() const override { return "soft"; }
 
   std::vector<DeviceInfo> list_devices() override {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     ensure_default_device();
     std::vector<DeviceInfo> out;
     for (auto& d : fabric().devices) out.push_back(d->info);
@@ -163,7 +163,7 @@ Provider& soft_provider() {
 
 void create_soft_device(const SoftDeviceOptions& opts) {
   soft::validate_options(opts);
-  soft::Guard g(soft::fabric_mutex());
+  soft::Lock g(soft::fabric_mutex());
   soft::ensure_default_device();
   if (soft::find_device(opts.name))
     soft::fail(EEXIST, "create_soft_device", "a soft device named '" + opts.name + "' already exists");

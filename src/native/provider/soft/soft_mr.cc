@@ -24,12 +24,12 @@ void SoftMr::destroy() {
 }
 
 void SoftMr::mark_detached() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   core->detached = true;
 }
 
 void SoftMr::watch_owner(std::weak_ptr<void> owner) {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   core->owner = std::move(owner);
   core->watched = true;
 }

@@ -1,13 +1,14 @@
 // Protection domain: owns MRs and QPs for access checks; destroy is refused
 // while either remains.
 #include "soft_objects.h"
+#include "rules/refusals.h"
 
 namespace rxv {
 namespace soft {
 
 std::unique_ptr<Mr> SoftPd::reg_mr(void* addr, size_t length, uint32_t access) {
   const char* verb = "ibv_reg_mr";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) fail(EINVAL, verb, "the PD is destroyed");
   check_alive(p->ctx.get(), verb);
@@ -40,19 +41,16 @@ std::unique_ptr<Mr> SoftPd::reg_mr(void* addr, size_t length, uint32_t access) {
 std::unique_ptr<Qp> SoftPd::create_rc_qp(const QpInit& init) { return create_qp(core, init); }
 
 void SoftPd::destroy() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) return;
-  if (p->nmrs || p->nqps)
-    fail(EBUSY, "ibv_dealloc_pd",
-         std::to_string(p->nmrs) + " MR(s) and " + std::to_string(p->nqps) +
-             " QP(s) still use this PD");
+  rules::RefuseBusyPd(p->nmrs, p->nqps);
   p->dead = true;
   p->ctx->pds.erase(p);
 }
 
 SoftPd::~SoftPd() {
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (!core->dead) {
     core->dead = true;
     core->ctx->pds.erase(core.get());

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "rules/refusals.h"
+#include "rules/work_requests.h"
 
 namespace rxv {
 namespace soft {
@@ -12,11 +14,6 @@ namespace soft {
 namespace {
 
 namespace m = qp_attr_mask;
-
-const char* state_name(uint32_t s) {
-  static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-  return s <= qp_state::ERR ? names[s] : "?";
-}
 
 std::string mask_names(uint32_t mask) {
   static const char* const names[] = {
@@ -74,7 +71,7 @@ Transition transition(uint32_t cur, uint32_t next) {
 }
 
 void clear_queues(QpCore* q) {
-  Guard l(q->mu);
+  Lock l(q->mu);
   q->sq_head = q->sq_count = 0;
   q->rq_head = q->rq_count = 0;
 }
@@ -86,7 +83,7 @@ void flush(QpCore* q) {
   for (;;) {
     SendSlot w;
     {
-      Guard l(q->mu);
+      Lock l(q->mu);
       if (!q->sq_count) break;
       w = q->sq[q->sq_head];
       q->sq_head = q->sq_head + 1 == q->sq.size() ? 0 : q->sq_head + 1;
@@ -103,7 +100,7 @@ void flush(QpCore* q) {
   for (;;) {
     RecvSlot w;
     {
-      Guard l(q->mu);
+      Lock l(q->mu);
       if (!q->rq_count) break;
       w = q->rq[q->rq_head];
       q->rq_head = q->rq_head + 1 == q->rq.size() ? 0 : q->rq_head + 1;
@@ -119,7 +116,7 @@ void flush(QpCore* q) {
 }
 
 void set_state(QpCore* q, uint32_t st) {
-  Guard l(q->mu);
+  Lock l(q->mu);
   q->state = st;
 }
 
@@ -153,7 +150,7 @@ void qp_unroute(QpCore* q) {
 
 std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init) {
   const char* verb = "ibv_create_qp";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   if (pd->dead) fail(EINVAL, verb, "the PD is destroyed");
   CtxCore* ctx = pd->ctx.get();
   check_alive(ctx, verb);
@@ -198,13 +195,13 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
 }
 
 uint32_t SoftQp::state() const {
-  Guard l(core->mu);
+  Lock l(core->mu);
   return core->state;
 }
 
 void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   const char* verb = "ibv_modify_qp";
-  Guard g(fabric_mutex());
+  Lock g(fabric_mutex());
   QpCore* q = core.get();
   if (q->dead) fail(EINVAL, verb, "the QP is destroyed");
   check_alive(q->ctx.get(), verb);
@@ -212,7 +209,7 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   const uint32_t next = (mask & m::STATE) ? a.state : cur;
   if (next > qp_state::ERR) fail(EINVAL, verb, "unknown target state");
   const Transition t = transition(cur, next);
-  const std::string arrow = std::string(state_name(cur)) + " -> " + state_name(next);
+  const std::string arrow = std::string(rules::QpStateName(cur)) + " -> " + rules::QpStateName(next);
   if (!t.ok) fail(EINVAL, verb, "illegal transition " + arrow);
   if ((mask & t.req) != t.req)
     fail(EINVAL, verb, "missing required attribute(s) for " + arrow + ": " + mask_names(t.req & ~mask));
@@ -293,19 +290,13 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   const char* why = nullptr;
   bool appended = false;
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     if (q->dead) err = EINVAL, why = "the QP is destroyed";
     for (; !err && posted < n; ++posted) {
       const SendWr& w = wrs[posted];
       const uint32_t op = w.opcode;
-      if (op != wr_opcode::SEND && op != wr_opcode::SEND_WITH_IMM && op != wr_opcode::RDMA_WRITE &&
-          op != wr_opcode::RDMA_WRITE_WITH_IMM && op != wr_opcode::RDMA_READ) {
-        err = EINVAL, why = "unsupported opcode (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ)";
-        break;
-      }
-      if (w.send_flags & ~uint32_t(send_flag::FENCE | send_flag::SIGNALED | send_flag::SOLICITED |
-                                   send_flag::INLINE)) {
-        err = EINVAL, why = "unknown send flags";
+      if ((why = rules::MalformedSendWr(w))) {
+        err = EINVAL;
         break;
       }
       if (w.sg.size() > q->cap.max_send_sge) {
@@ -377,7 +368,7 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
     }
   }
   if (!flushed.empty()) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     for (const Wc& wc : flushed) cq_push(q->scq.get(), wc, false);
   }
   if (appended) schedule(q);
@@ -398,7 +389,7 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   const char* why = nullptr;
   bool kick = false;
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     if (q->dead) err = EINVAL, why = "the QP is destroyed";
     for (; !err && posted < n; ++posted) {
       const RecvWr& w = wrs[posted];
@@ -437,7 +428,7 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
     kick = posted && !q->waiters.empty();
   }
   if (!flushed.empty() || kick) {
-    Guard g(fabric_mutex());
+    Lock g(fabric_mutex());
     for (const Wc& wc : flushed) cq_push(q->rcq.get(), wc, false);
     if (kick) kick_waiters(q);
   }
@@ -462,7 +453,7 @@ static void release(QpCore* q) {
   --q->pd->nqps;
   ctx->qps.erase(q);
   {
-    Guard l(q->mu);
+    Lock l(q->mu);
     q->state = qp_state::RESET;
     q->dead = true;
   }
@@ -475,8 +466,7 @@ void SoftQp::destroy() {
   if (q->dead) return;
   wait_unused(g, q->busy);
   if (q->dead) return;
-  if (size_t n = async_unacked(q->ctx.get(), q->handle))
-    fail(EBUSY, "ibv_destroy_qp", std::to_string(n) + " async event(s) naming this QP not acknowledged");
+  rules::RefuseBusyQp(async_unacked(q->ctx.get(), q->handle));
   release(q);
 }
 
