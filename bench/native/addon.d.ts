@@ -55,8 +55,8 @@ export interface BenchAddon {
 
 /** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else build/Release). */
 export function addonPath(): string;
-/** Builds the bench addon (configuring the build folder for it when needed); the exit status. */
-export function build(stdio?: 'inherit' | 'pipe' | 'ignore'): number;
+/** Builds the bench addon (configuring the build folder for it when needed), quiet unless it fails; the exit status. */
+export function build(): number;
 /** The bench addon; throws an error that says how to build it when it is missing. */
 export function load(): BenchAddon;
 /** How to build the bench addon by hand. */

@@ -21,12 +21,25 @@ function addonPath() {
 /**
  * Builds (or brings up to date) the bench addon next to the product addon.
  * The build folder is configured with the bench target only when it lacks
- * it: a configured folder is rebuilt incrementally. Returns the exit status.
+ * it: a configured folder is rebuilt incrementally. Quiet unless it fails
+ * (then the compiler's output goes to stderr). Returns the exit status.
  */
-function build(stdio = 'inherit') {
+function build() {
   const gyp = path.join(root, 'node_modules', '.bin', 'node-gyp');
   const env = { ...process.env, RXV_BENCH: '1' };
-  const run = (args) => spawnSync(gyp, args, { cwd: root, env, stdio }).status ?? 1;
+  // node-gyp run directly does not read .npmrc: pass on a configured nodedir
+  // (headers installed locally) as npm would.
+  if (!env.npm_config_nodedir) {
+    const r = spawnSync('npm', ['config', 'get', 'nodedir'], { encoding: 'utf8' });
+    const dir = (r.stdout || '').trim();
+    if (r.status === 0 && dir && !['undefined', 'null'].includes(dir)) env.npm_config_nodedir = dir;
+  }
+  const run = (args) => {
+    const r = spawnSync(gyp, args, { cwd: root, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const status = r.status ?? 1;
+    if (status !== 0) process.stderr.write(`${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}\n`);
+    return status;
+  };
   const makefile = path.join(root, 'build', 'Makefile');
   const configured = fs.existsSync(makefile) && fs.readFileSync(makefile, 'utf8').includes('rx_verbs_bench.target.mk');
   if (!configured && run(['configure']) !== 0) return 1;

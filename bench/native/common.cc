@@ -57,7 +57,7 @@ const napi_type_tag kTag = {0x7278766265636831ull, 0x68616e646c653031ull};  // "
 
 void Object::OnCleanup(void* arg) {
   auto* self = static_cast<Object*>(arg);
-  NoEscape(self->env, "nativeBench cleanup", [self] {
+  NoEscape(self->env, "bench cleanup", [self] {
     self->hook = false;
     self->Shutdown(true);
   });
@@ -66,7 +66,7 @@ void Object::OnCleanup(void* arg) {
 Napi::External<Object> MakeHandle(Napi::Env env, std::unique_ptr<Object> obj) {
   Object* raw = obj.get();
   auto ext = Napi::External<Object>::New(env, raw, [](Napi::Env e, Object* o) {
-    NoEscape(e, "nativeBench finalizer", [o] {
+    NoEscape(e, "bench finalizer", [o] {
       o->RemoveHook();
       o->Shutdown(false);
     });
@@ -113,19 +113,19 @@ std::string Str(Napi::Object o, const char* key, const std::string& dflt) {
 // The product's wrappers are recognised by their type tags (util/wrap.h),
 // which hold across addons: no JS runs and no constructor is needed.
 Context* SoftContextArg(Napi::Env env, Napi::Value v) {
-  Context* c = UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "nativeBench");
+  Context* c = UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
   if (c->info().provider != "soft") {
-    throw Napi::TypeError::New(env, "nativeBench runs on soft devices only");
+    throw Napi::TypeError::New(env, "the bench baselines run on soft devices only");
   }
   return c;
 }
 
 Pd* PdArg(Napi::Env env, Napi::Value v) {
-  return UnwrapArg<PdWrap>(env, v, "pd")->Checked(env, "nativeBench");
+  return UnwrapArg<PdWrap>(env, v, "pd")->Checked(env, "bench");
 }
 
 Cq* CqArg(Napi::Env env, Napi::Value v) {
-  return UnwrapArg<CqWrap>(env, v, "cq")->Checked(env, "nativeBench");
+  return UnwrapArg<CqWrap>(env, v, "cq")->Checked(env, "bench");
 }
 
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info) {

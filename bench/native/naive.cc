@@ -60,7 +60,7 @@ class Naive : public Object {
       if (rig->unacked >= ack_every) rig->AckAll();
       rig->cq->req_notify(false);
     } catch (const VerbsError& err) {
-      fprintf(stderr, "nativeBench naive: %s\n", err.what());
+      fprintf(stderr, "rx-verbs bench naive: %s\n", err.what());
       poll.Stop();
       return;
     }
@@ -81,7 +81,7 @@ class Naive : public Object {
       try {
         n = rig->cq->poll(256, wcs.data());
       } catch (const VerbsError& err) {
-        fprintf(stderr, "nativeBench naive: %s\n", err.what());
+        fprintf(stderr, "rx-verbs bench naive: %s\n", err.what());
         poll.Stop();
         return;
       }

@@ -146,7 +146,7 @@ Napi::ArrayBuffer CounterBuffer(Napi::Env env) {
   Napi::Value wasm = env.Global().Get("WebAssembly");
   Napi::Value ctor = wasm.IsObject() ? wasm.As<Napi::Object>().Get("Memory") : env.Undefined();
   if (!ctor.IsFunction()) {
-    throw Napi::Error::New(env, "nativeBench: the producer's counter needs WebAssembly (not with --jitless)");
+    throw Napi::Error::New(env, "rx-verbs bench: the producer's counter needs WebAssembly (not with --jitless)");
   }
   Napi::Object desc = Napi::Object::New(env);
   desc.Set("initial", 1);
@@ -155,7 +155,7 @@ Napi::ArrayBuffer CounterBuffer(Napi::Env env) {
   // A detachable buffer would be detached here (it is ours): refuse it.
   if (!buf.IsArrayBuffer() || buf.As<Napi::ArrayBuffer>().ByteLength() < 64 ||
       napi_detach_arraybuffer(env, buf) != napi_detachable_arraybuffer_expected) {
-    throw Napi::TypeError::New(env, "nativeBench: WebAssembly.Memory did not give a fixed buffer");
+    throw Napi::TypeError::New(env, "rx-verbs bench: WebAssembly.Memory did not give a fixed buffer");
   }
   return buf.As<Napi::ArrayBuffer>();
 }

@@ -4,7 +4,7 @@
 // - every AddressSanitizer error (use-after-free, overflow, double free, ...)
 //   and every UndefinedBehaviorSanitizer "runtime error";
 // - a LeakSanitizer leak only when its allocation stack has a frame in our
-//   code (rx_verbs.node or src/native): node and V8 keep allocations alive
+//   code (rx_verbs.node, rx_verbs_bench.node, src/native or bench/native): node and V8 keep allocations alive
 //   until exit on purpose, and those are not ours to fix; nor is the V8-owned
 //   tracker of a napi_create_external that was not collected before exit.
 // Prints each counted report, and a one-line summary.
@@ -17,7 +17,7 @@ if (!dir || !fs.existsSync(dir)) {
   console.log('[test:asan] no sanitizer logs');
   process.exit(0);
 }
-const OURS = /rx_verbs\.node|src\/native\//;
+const OURS = /rx_verbs(_bench)?\.node|src\/native\/|bench\/native\//;
 let counted = 0;
 let foreignLeaks = 0;
 let files = 0;

@@ -19,7 +19,7 @@ describe('benchmark threads under hostile JavaScript', () => {
   // build it (incrementally) unless the run points at one (the sanitizer run).
   beforeAll(() => {
     if (process.env.RX_VERBS_BENCH_ADDON) return;
-    if (benchAddon.build('ignore') !== 0) throw new Error(`could not build the bench addon: ${benchAddon.BUILD_HINT}`);
+    if (benchAddon.build() !== 0) throw new Error(`could not build the bench addon: ${benchAddon.BUILD_HINT}`);
   }, 900_000);
 
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
