@@ -39,17 +39,25 @@ export interface BenchAddon {
   ping(args: { device?: string; mode?: 'event' | 'poll'; iters?: number; warmup?: number }): ArrayBuffer;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
   producerCreate(args: { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
+  /** Starts (or restarts) posting; returns at once. */
   producerStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops the thread (joins it); what it posted, nothing once closed. */
   producerStop(handle: BenchHandle): { posted?: number; seconds?: number; error?: string };
+  /** Stops the thread, destroys its QPs and MR, and lets go of the JS objects it held. */
   producerClose(handle: BenchHandle): void;
   /** The naive binding: its own device, one JS call with a fresh object per completion. */
   naiveCreate(args: { device?: string; cqe?: number; ackEvery?: number; callback: (wc: { wrId: bigint; status: number; opcode: number; byteLen: number; qpNum: number }) => void }): BenchHandle;
+  /** Starts watching the channel and the producer feeding it. */
   naiveStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops and releases everything; what it saw. */
   naiveClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; error?: string };
   /** A native echo peer connected to the QP `peerQpNum` on the JS context and PD given. */
   echoCreate(args: { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
+  /** Starts answering, sleeping on its channel (`event`) or busy-polling (`poll`). */
   echoStart(handle: BenchHandle, args: { mode?: 'event' | 'poll' }): void;
+  /** Stops the thread; how many receives it answered. */
   echoStop(handle: BenchHandle): { echoed: number; error?: string };
+  /** Stops and destroys its QP, MR, CQ and channel, and lets go of the context and PD. */
   echoClose(handle: BenchHandle): void;
 }
 
