@@ -72,13 +72,16 @@ if [ "${RXV_ASAN_SKIP_BUILD:-0}" != 1 ] || [ ! -f "$ADDON" ] || [ ! -f "$BENCH_A
     exit 1
   fi
   for a in "$ADDON" "$BENCH_ADDON"; do
-    if ! nm -D "$a" | grep -q __asan_init; then
+    # grep reads all of nm's output: with -q it may exit first, and
+    # pipefail would count nm's SIGPIPE as a miss.
+    if ! nm -D "$a" | grep __asan_init >/dev/null; then
       say "the addon at $a is not instrumented (no __asan_init): RXV_SANITIZE did not reach binding.gyp"
       exit 1
     fi
   done
 fi
 say "addon: $ADDON"
+say "bench addon: $BENCH_ADDON"
 say "runtime: $ASAN_RT"
 
 # TS sources are run by jest through swc; child fixtures load dist/.
