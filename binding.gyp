@@ -1,33 +1,97 @@
 {
   "variables": {
     "rxv_have_ibverbs%": "<!(sh ./scripts/probe-ibverbs.sh)",
-    "rxv_sanitize%": "<!(echo ${RXV_SANITIZE:-0})"
+    "rxv_sanitize%": "<!(echo ${RXV_SANITIZE:-0})",
+    # The benchmark baselines (bench/native) are an opt-in target:
+    # RXV_BENCH=1 node-gyp configure build (npm run bench does it).
+    "rxv_bench%": "<!(echo ${RXV_BENCH:-0})",
+    # The providers and helpers, which know nothing of the JS wrappers: the
+    # product addon and the bench addon both build on them.
+    "rxv_provider_sources": [
+      "src/native/memory/pinned.cc",
+      "src/native/provider/ibverbs/ibverbs_context.cc",
+      "src/native/provider/ibverbs/ibverbs_loader.cc",
+      "src/native/provider/ibverbs/ibverbs_objects.cc",
+      "src/native/provider/ibverbs/ibverbs_provider.cc",
+      "src/native/provider/soft/soft_async.cc",
+      "src/native/provider/soft/soft_channel.cc",
+      "src/native/provider/soft/soft_context.cc",
+      "src/native/provider/soft/soft_cq.cc",
+      "src/native/provider/soft/soft_engine.cc",
+      "src/native/provider/soft/soft_eventfd.cc",
+      "src/native/provider/soft/soft_fabric.cc",
+      "src/native/provider/soft/soft_faults.cc",
+      "src/native/provider/soft/soft_mr.cc",
+      "src/native/provider/soft/soft_pd.cc",
+      "src/native/provider/soft/soft_qp.cc",
+      "src/native/rules/refusals.cc",
+      "src/native/rules/work_requests.cc",
+      "src/native/util/batch_slab.cc",
+      "src/native/util/deliver.cc",
+      "src/native/util/errors.cc",
+      "src/native/util/js_values.cc"
+    ]
+  },
+  # Compiler and sanitizer settings, written once for every target.
+  "target_defaults": {
+    "include_dirs": [
+      "<!(node -p \"require('node-addon-api').include_dir\")",
+      "src/native"
+    ],
+    "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
+    "cflags!": ["-fno-exceptions"],
+    "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+    "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"],
+    "libraries": ["-ldl", "-lpthread"],
+    "conditions": [
+      ["rxv_have_ibverbs==1", { "defines": ["RXV_HAVE_IBVERBS=1"] }],
+      ["rxv_sanitize==1", {
+        # No vptr check: the addon holds V8 backing stores (shared_ptr
+        # control blocks made inside node, which is built without RTTI),
+        # and UBSan cannot type-check objects that carry no type info.
+        "cflags_cc": ["-fsanitize=address,undefined", "-fno-sanitize=vptr", "-fno-omit-frame-pointer", "-O1", "-g"],
+        "ldflags": ["-fsanitize=address,undefined"]
+      }]
+    ]
   },
   "targets": [
     {
       "target_name": "rx_verbs",
       "sources": [
-        "<!@(sh ./scripts/native-sources.sh)"
-      ],
-      "include_dirs": [
-        "<!(node -p \"require('node-addon-api').include_dir\")",
-        "src/native"
-      ],
-      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
-      "cflags!": ["-fno-exceptions"],
-      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
-      "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"],
-      "libraries": ["-ldl", "-lpthread"],
-      "conditions": [
-        ["rxv_have_ibverbs==1", { "defines": ["RXV_HAVE_IBVERBS=1"] }],
-        ["rxv_sanitize==1", {
-          # No vptr check: the addon holds V8 backing stores (shared_ptr
-          # control blocks made inside node, which is built without RTTI),
-          # and UBSan cannot type-check objects that carry no type info.
-          "cflags_cc": ["-fsanitize=address,undefined", "-fno-sanitize=vptr", "-fno-omit-frame-pointer", "-O1", "-g"],
-          "ldflags": ["-fsanitize=address,undefined"]
-        }]
+        "src/native/addon.cc",
+        "src/native/channel.cc",
+        "src/native/context.cc",
+        "src/native/cq.cc",
+        "src/native/faults.cc",
+        "src/native/mr.cc",
+        "src/native/pd.cc",
+        "src/native/poller.cc",
+        "src/native/qp.cc",
+        "src/native/wr_codec.cc",
+        "<@(rxv_provider_sources)"
       ]
     }
+  ],
+  "conditions": [
+    ["rxv_bench==1", {
+      "targets": [
+        {
+          # Its own copy of the providers: the drain, naive and ping
+          # baselines open their own soft device; the producer and echo
+          # reach the product's objects through their JS wrappers.
+          "target_name": "rx_verbs_bench",
+          "sources": [
+            "bench/native/common.cc",
+            "bench/native/drain.cc",
+            "bench/native/echo.cc",
+            "bench/native/module.cc",
+            "bench/native/naive.cc",
+            "bench/native/ping.cc",
+            "bench/native/producer.cc",
+            "<@(rxv_provider_sources)"
+          ]
+        }
+      ]
+    }]
   ]
 }

@@ -1,24 +1,28 @@
 #!/usr/bin/env node
-// `npm run bench` / `node bench/run.js [--quick] [--json] [--only suites]`:
-// runs the `rx-verbs bench` command from the compiled package (dist/, built
-// by `npm install` through `prepare`, or `npm run build:ts`). The command
-// re-executes Node with --expose-gc and a large young generation itself.
+// `npm run bench` / `node bench/run.js [--quick] [--json] [--only suites] ...`:
+// 1. checks that dist/ is built (the suites use the package's public entry
+//    points, as users do: `npm run build:ts`);
+// 2. builds the native baselines (rx_verbs_bench.node, bench/native/addon.js);
+// 3. compiles the suites (bench/tsconfig.json, into bench/build/);
+// 4. runs them in a child Node with --expose-gc (the memory suite needs gc()).
 'use strict';
-const path = require('path');
+const { spawnSync } = require('child_process');
 const fs = require('fs');
+const path = require('path');
+const addon = require('./native/addon');
 
-const main = path.join(__dirname, '..', 'dist', 'cli', 'commands', 'bench.js');
-if (!fs.existsSync(main)) {
-  process.stderr.write('bench: dist/ is not built; run `npm run build:ts` (or `npm install`) first\n');
+const root = path.join(__dirname, '..');
+const fail = (msg) => {
+  process.stderr.write(`bench: ${msg}\n`);
   process.exit(2);
-}
-const { bench } = require(main);
-bench.run(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    process.stderr.write(`bench: ${err && err.stack ? err.stack : err}\n`);
-    process.exitCode = 1;
-  },
-);
+};
+
+if (!fs.existsSync(path.join(root, 'dist', 'index.js'))) fail('dist/ is not built; run `npm run build:ts` (or `npm install`) first');
+// The sanitizer run points at its own build (RX_VERBS_BENCH_ADDON): leave that alone.
+if (!process.env.RX_VERBS_BENCH_ADDON && addon.build() !== 0) fail(`building the native baselines failed; try ${addon.BUILD_HINT}`);
+const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
+if (spawnSync(tsc, ['-p', path.join(__dirname, 'tsconfig.json')], { stdio: 'inherit' }).status !== 0) fail('compiling the suites failed');
+
+const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, path.join(__dirname, 'build', 'main.js'), ...process.argv.slice(2)], { stdio: 'inherit' });
+if (r.error) fail(r.error.message);
+process.exitCode = r.status ?? 1;

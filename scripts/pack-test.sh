@@ -19,4 +19,9 @@ if (typeof rx.openDevice !== 'function' || typeof testing.virtualCq !== 'functio
 console.log('entry points ok; devices:', rx.listDevices().map((d) => d.name).join(', '));
 "
 npx --no-install rx-verbs demo --messages 2000 --quiet
+# The benchmarks stay in the repository: the command says how to get them.
+if npx --no-install rx-verbs bench >/dev/null 2>"$work/bench.err"; then
+  echo "rx-verbs bench ran from the installed package (the benchmarks must not ship)"; exit 1
+fi
+grep -q "not part of the installed package" "$work/bench.err"
 echo "pack test passed"

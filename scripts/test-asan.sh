@@ -2,14 +2,16 @@
 # npm run test:asan — the native suites under AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer.
 #
-# 1. Builds the addon with `RXV_SANITIZE=1` (binding.gyp: -fsanitize=address,
-#    undefined) from a copy of the sources, in a folder of its own
-#    ($RXV_ASAN_DIR, default node_modules/.cache/rx-verbs-asan), so the
-#    normal build/Release is never touched.
+# 1. Builds the addon and the benchmark baselines' addon (test/native/
+#    bench-threads.test.ts runs them) with `RXV_SANITIZE=1 RXV_BENCH=1`
+#    (binding.gyp: -fsanitize=address,undefined) from a copy of the sources,
+#    in a folder of its own ($RXV_ASAN_DIR, default
+#    node_modules/.cache/rx-verbs-asan), so the normal build/Release is never
+#    touched.
 # 2. Runs jest --runInBand on test/native and test/integration (or the
-#    paths given as arguments) with the sanitized addon (RX_VERBS_ADDON) and
-#    the ASan runtime preloaded into node and every child process and worker
-#    it starts.
+#    paths given as arguments) with the sanitized addons (RX_VERBS_ADDON,
+#    RX_VERBS_BENCH_ADDON) and the ASan runtime preloaded into node and every
+#    child process and worker it starts.
 # 3. Every sanitizer report goes to a log file (log_path, one per process).
 #    ASan and UBSan reports always count. Leak reports count only when the
 #    leaked block was allocated by our code (a frame in rx_verbs.node or
@@ -27,6 +29,7 @@ OUT=${RXV_ASAN_DIR:-$ROOT/node_modules/.cache/rx-verbs-asan}
 TREE=$OUT/tree
 LOGS=$OUT/logs
 ADDON=$TREE/build/Release/rx_verbs.node
+BENCH_ADDON=$TREE/build/Release/rx_verbs_bench.node
 CXX=${CXX:-g++}
 
 say() { printf '[test:asan] %s\n' "$*"; }
@@ -42,13 +45,14 @@ if [ ! -f "$ASAN_RT" ]; then
   exit 2
 fi
 
-if [ "${RXV_ASAN_SKIP_BUILD:-0}" != 1 ] || [ ! -f "$ADDON" ]; then
+if [ "${RXV_ASAN_SKIP_BUILD:-0}" != 1 ] || [ ! -f "$ADDON" ] || [ ! -f "$BENCH_ADDON" ]; then
   say "building the sanitized addon in $TREE"
   mkdir -p "$TREE"
   # Only what binding.gyp reads; rsync would be nicer but is not always there.
-  rm -rf "$TREE/src" "$TREE/scripts"
-  mkdir -p "$TREE/src"
+  rm -rf "$TREE/src" "$TREE/scripts" "$TREE/bench"
+  mkdir -p "$TREE/src" "$TREE/bench"
   cp -R src/native "$TREE/src/native"
+  cp -R bench/native "$TREE/bench/native"
   cp -R scripts "$TREE/scripts"
   cp binding.gyp package.json "$TREE/"
   # node-addon-api is found from the tree through the parent's node_modules
@@ -60,21 +64,24 @@ if [ "${RXV_ASAN_SKIP_BUILD:-0}" != 1 ] || [ ! -f "$ADDON" ]; then
     nodedir=$(npm config get nodedir 2>/dev/null || true)
     case "$nodedir" in ''|undefined|null) ;; *) export npm_config_nodedir=$nodedir ;; esac
   fi
-  ( cd "$TREE" && RXV_SANITIZE=1 CXX=$CXX "$ROOT/node_modules/.bin/node-gyp" rebuild -j "${JOBS:-max}" >"$OUT/build.log" 2>&1 )
+  ( cd "$TREE" && RXV_SANITIZE=1 RXV_BENCH=1 CXX=$CXX "$ROOT/node_modules/.bin/node-gyp" rebuild -j "${JOBS:-max}" >"$OUT/build.log" 2>&1 )
   rc=$?
-  if [ $rc -ne 0 ] || [ ! -f "$ADDON" ]; then
+  if [ $rc -ne 0 ] || [ ! -f "$ADDON" ] || [ ! -f "$BENCH_ADDON" ]; then
     tail -40 "$OUT/build.log"
     say "build failed (full log: $OUT/build.log)"
     exit 1
   fi
-  # Not `grep -q`: it exits at the first match, nm dies of SIGPIPE and
-  # pipefail turns the match into a failure. grep to /dev/null reads it all.
-  if ! nm -D "$ADDON" | grep __asan_init >/dev/null; then
-    say "the addon at $ADDON is not instrumented (no __asan_init): RXV_SANITIZE did not reach binding.gyp"
-    exit 1
-  fi
+  for a in "$ADDON" "$BENCH_ADDON"; do
+    # grep reads all of nm's output: with -q it may exit first, and
+    # pipefail would count nm's SIGPIPE as a miss.
+    if ! nm -D "$a" | grep __asan_init >/dev/null; then
+      say "the addon at $a is not instrumented (no __asan_init): RXV_SANITIZE did not reach binding.gyp"
+      exit 1
+    fi
+  done
 fi
 say "addon: $ADDON"
+say "bench addon: $BENCH_ADDON"
 say "runtime: $ASAN_RT"
 
 # TS sources are run by jest through swc; child fixtures load dist/.
@@ -94,6 +101,7 @@ export ASAN_OPTIONS="detect_leaks=1:log_path=$LOGS/asan:detect_stack_use_after_r
 export LSAN_OPTIONS="suppressions=$SUPP:print_suppressions=0:max_leaks=50:report_objects=0:exitcode=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$LOGS/ubsan"
 export RX_VERBS_ADDON=$ADDON
+export RX_VERBS_BENCH_ADDON=$BENCH_ADDON
 export RX_VERBS_ASAN=1
 
 targets=("$@")

@@ -4,7 +4,8 @@
 // - every AddressSanitizer error (use-after-free, overflow, double free, ...)
 //   and every UndefinedBehaviorSanitizer "runtime error";
 // - a LeakSanitizer leak only when its allocation was made by our code
-//   (rx_verbs.node or src/native): node and V8 keep allocations alive until
+//   (rx_verbs.node, rx_verbs_bench.node,
+//   src/native or bench/native): node and V8 keep allocations alive until
 //   exit on purpose, and those are not ours to fix; nor is the V8-owned
 //   tracker of a napi_create_external that was not collected before exit.
 //   "Made by our code": walking the stack out from the allocator, a frame
@@ -23,7 +24,7 @@ if (!dir || !fs.existsSync(dir)) {
   console.log('[test:asan] no sanitizer logs');
   process.exit(0);
 }
-const OURS = /rx_verbs\.node|src\/native\//;
+const OURS = /rx_verbs(_bench)?\.node|src\/native\/|bench\/native\//;
 const NAPI = /\bin (napi_|node_api_|v8impl::)/;
 const V8_OR_NODE = /\bin (v8::|node::|Builtins_|uv_)|<unknown module>/;
 

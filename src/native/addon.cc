@@ -1,5 +1,4 @@
 #include "addon.h"
-#include "bench/bench.h"
 
 #include <dlfcn.h>
 
@@ -70,7 +69,6 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
                   InstanceMethod<&Addon::CreateSoftDevice>("createSoftDevice"),
                   InstanceMethod<&Addon::HasIbverbs>("hasIbverbs"),
                   InstanceMethod<&Addon::LiveObjects>("liveObjects"),
-                  InstanceValue("nativeBench", Napi::Function::New(env, bench::NativeBench, "nativeBench")),
                   InstanceValue("Context", context_ctor.Value()),
                   InstanceValue("Pd", pd_ctor.Value()),
                   InstanceValue("Mr", mr_ctor.Value()),

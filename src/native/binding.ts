@@ -272,8 +272,6 @@ export interface NativeBinding {
   }): void;
   hasIbverbs(): boolean;
   liveObjects(): number;
-  /** Native baselines for the benchmarks (src/native/bench; used by bench/ only). */
-  nativeBench(op: string, args?: Record<string, unknown>, handle?: unknown): unknown;
   Context: typeof NativeContext;
   Pd: typeof NativePd;
   Mr: typeof NativeMr;

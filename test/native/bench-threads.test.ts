@@ -1,5 +1,6 @@
 import { itSoft } from '../helpers/device';
 import { lastJson, runFixture } from '../helpers/child-run';
+import * as benchAddon from '../../bench/native/addon';
 
 /** Runs one scenario of the hostile-bench fixture and checks that the child ended normally. */
 async function scenario(name: string): Promise<Record<string, unknown>> {
@@ -14,6 +15,13 @@ async function scenario(name: string): Promise<Record<string, unknown>> {
 // item 7); under `npm run test:asan` these also show no use after close.
 // The bench runs on soft devices only.
 describe('benchmark threads under hostile JavaScript', () => {
+  // The baselines are their own addon (bench/native), not part of the product:
+  // build it (incrementally) unless the run points at one (the sanitizer run).
+  beforeAll(() => {
+    if (process.env.RX_VERBS_BENCH_ADDON) return;
+    if (benchAddon.build() !== 0) throw new Error(`could not build the bench addon: ${benchAddon.BUILD_HINT}`);
+  }, 900_000);
+
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
     const out = await scenario('counter');
     expect(out.counterBytes).toBeGreaterThanOrEqual(64);

@@ -7,8 +7,7 @@ import { operators } from './operators';
 import { stall } from './stall';
 import { RunConfig } from './rig';
 import { eventRate, throughput } from './throughput';
-import { formatTable } from '../report';
-import { fmt, fmtRate } from './format';
+import { fmt, fmtRate, formatTable } from './format';
 
 /** The suites, in the order they run. */
 export const SUITES = ['throughput', 'eventRate', 'latency', 'idle', 'memory', 'operators', 'stall'] as const;

@@ -1,7 +1,6 @@
 /** Suite 4: CPU used with armed channels and live subscriptions and no traffic. */
 import { Subscription } from 'rxjs';
-import { ackEvents, batchCompletions, drainCq, rearm } from '../../operators';
-import { openDevice } from '../../verbs';
+import { ackEvents, batchCompletions, drainCq, openDevice, rearm } from 'rx-verbs';
 import { fmt } from './format';
 import { RunConfig, cpuPercent, cpuStart, gc, sleep } from './rig';
 

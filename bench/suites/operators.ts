@@ -1,8 +1,7 @@
 /** Suite 6: ns per completion of each operator against a plain RxJS pipeline of the same shape. */
 import { performance } from 'perf_hooks';
 import { asapScheduler, filter, map, mergeMap, Observable, observeOn, OperatorFunction, Subject, tap } from 'rxjs';
-import { ackEvents, batchCompletions, drainCq, failOnError, rearm, splitErrors, steer, toTakeable } from '../../operators';
-import { CqEvent, CqLike, WcBatch } from '../../verbs';
+import { ackEvents, batchCompletions, CqEvent, CqLike, drainCq, failOnError, rearm, splitErrors, steer, toTakeable, WcBatch } from 'rx-verbs';
 import { fmt } from './format';
 import { RunConfig, immediate } from './rig';
 

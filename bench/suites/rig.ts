@@ -1,9 +1,8 @@
 /** Shared plumbing of the benchmarks: run configuration, CPU sampling, the JS rig over the native producer, and the runners of each variant. */
 import { performance } from 'perf_hooks';
 import { Subscription } from 'rxjs';
-import { binding } from '../../native/binding';
-import { ackEvents, batchCompletions, drainCq, rearm } from '../../operators';
-import { Context, openDevice, WcBatch } from '../../verbs';
+import { ackEvents, batchCompletions, Context, drainCq, openDevice, rearm, WcBatch } from 'rx-verbs';
+import { BenchHandle, load } from '../native/addon';
 import { fmt, fmtRate } from './format';
 
 export interface RunConfig {
@@ -12,8 +11,8 @@ export interface RunConfig {
   log: (line: string) => void;
 }
 
-export type Nb = (op: string, args?: Record<string, unknown>, handle?: unknown) => unknown;
-export const nb: Nb = (op, args, handle) => binding().nativeBench(op, args, handle);
+/** The native baselines (bench/native), loaded on first use. */
+export const native = () => load();
 
 export const gc = (): void => (globalThis as unknown as { gc: () => void }).gc();
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -24,7 +23,7 @@ export interface CpuSample {
   cpu: NodeJS.CpuUsage;
   thread: number;
 }
-export const threadCpu = (): number => nb('threadCpu') as number;
+export const threadCpu = (): number => native().threadCpu();
 export const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage(), thread: threadCpu() });
 /** CPU the calling (JS) thread used since `s`, in ns per item. */
 export const threadNsPer = (s: CpuSample, items: number): number => ((threadCpu() - s.thread) * 1e9) / Math.max(1, items);
@@ -47,7 +46,7 @@ export interface Run {
   error?: string;
 }
 
-/** Producer settings for one run (see src/native/bench). */
+/** Producer settings for one run (see bench/native/producer.h). */
 export interface Load {
   depth: number;
   total: number;
@@ -57,7 +56,7 @@ export interface Load {
 }
 
 export interface ProducerHandle {
-  handle: unknown;
+  handle: BenchHandle;
   counter: ArrayBuffer;
 }
 
@@ -75,20 +74,20 @@ export class JsRig {
     this.channel = this.ctx.createCompChannel();
     this.cq = this.ctx.createCq({ cqe: depth, channel: this.channel });
     this.pd = this.ctx.allocPd();
-    this.producer = nb('producer.create', { context: this.ctx.native, pd: this.pd.native, cq: this.cq.native, maxWr }) as ProducerHandle;
+    this.producer = native().producerCreate({ context: this.ctx.native, pd: this.pd.native, cq: this.cq.native, maxWr });
     this.credits = new Uint32Array(this.producer.counter);
   }
 
   start(load: Load): void {
-    nb('producer.start', { total: load.total, window: load.window, burst: load.burst, rate: load.rate }, this.producer.handle);
+    native().producerStart(this.producer.handle, { total: load.total, window: load.window, burst: load.burst, rate: load.rate });
   }
 
-  stop(): { posted: number; error?: string } {
-    return nb('producer.stop', undefined, this.producer.handle) as { posted: number; error?: string };
+  stop(): { posted?: number; error?: string } {
+    return native().producerStop(this.producer.handle);
   }
 
   close(): void {
-    nb('producer.close', undefined, this.producer.handle);
+    native().producerClose(this.producer.handle);
     this.ctx.close();
   }
 }
@@ -179,13 +178,7 @@ export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, ho
 /** The native event-mode drain loop (the limit). */
 export function runNative(cfg: RunConfig, load: Load): Run {
   const cpu = cpuStart();
-  const r = nb('drain', { device: cfg.device, cqe: load.depth, total: load.total, window: load.window, burst: load.burst, rate: load.rate }) as {
-    seconds: number;
-    wcs: number;
-    events: number;
-    consumerCpuSeconds: number;
-    error?: string;
-  };
+  const r = native().drain({ device: cfg.device, cqe: load.depth, total: load.total, window: load.window, burst: load.burst, rate: load.rate });
   return {
     variant: 'native',
     wcs: r.wcs,
@@ -213,18 +206,18 @@ export function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
       const cpuPct = cpuPercent(cpu);
       const consumerNsPerWc = threadNsPer(cpu, got);
       clearTimeout(timer);
-      const s = nb('naive.close', undefined, handle) as { events: number; error?: string };
+      const s = native().naiveClose(handle);
       resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc, error: error ?? s.error });
     };
     const callback = (wc: { wrId: bigint; status: number }) => {
       sum = (sum + Number(wc.wrId) + wc.status) | 0;
       if (++got === load.total) setImmediate(finish);
     };
-    let handle: unknown;
+    let handle: BenchHandle;
     try {
-      handle = nb('naive.create', { device: cfg.device, cqe: load.depth, callback });
+      handle = native().naiveCreate({ device: cfg.device, cqe: load.depth, callback });
       cpu = cpuStart();
-      nb('naive.start', { total: load.total, window: load.window, burst: load.burst, rate: load.rate }, handle);
+      native().naiveStart(handle, { total: load.total, window: load.window, burst: load.burst, rate: load.rate });
       timer = setTimeout(() => finish(`stalled after ${got} of ${load.total} WCs`), 60_000 + (load.rate ? (load.total / load.rate) * 2000 : 0));
     } catch (err) {
       reject(err);

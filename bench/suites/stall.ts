@@ -6,7 +6,7 @@
  * same run. The verb must not wait on the other context's copies (DESIGN §9).
  */
 import { performance } from 'perf_hooks';
-import { Context, Mr, Pd, Qp, openDevice } from '../../verbs';
+import { Context, Mr, Pd, Qp, openDevice } from 'rx-verbs';
 import { fmt } from './format';
 import { RunConfig, gc } from './rig';
 

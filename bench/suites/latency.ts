@@ -1,10 +1,10 @@
 /** Suite 3: ping-pong round trips in event mode and spin-then-park, against native event mode and busy polling. */
 import { performance } from 'perf_hooks';
 import { Subscription } from 'rxjs';
-import { ackEvents, batchCompletions, drainCq, rearm } from '../../operators';
-import { openDevice, WcBatch, WC_OPCODES } from '../../verbs';
+import { ackEvents, batchCompletions, drainCq, openDevice, rearm, WcBatch, WC_OPCODES } from 'rx-verbs';
+import type { BenchHandle } from '../native/addon';
 import { fmt } from './format';
-import { RunConfig, nb } from './rig';
+import { RunConfig, native } from './rig';
 
 export interface LatencyStats {
   variant: string;
@@ -30,19 +30,19 @@ export type PingKind = 'fast' | 'operators' | 'spin';
 export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warmup: number, spinUs: number): Promise<Float64Array> {
   const depth = 16;
   const ctx = openDevice(cfg.device);
-  let echo: { handle: unknown; qpNum: number; lid: number; psn: number } | undefined;
+  let echo: { handle: BenchHandle; qpNum: number; lid: number; psn: number } | undefined;
   try {
     const channel = ctx.createCompChannel();
     const cq = ctx.createCq({ cqe: depth * 2 + 16, channel });
     const pd = ctx.allocPd();
     const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: depth, maxRecvWr: depth } });
     const mr = pd.registerMemory(Buffer.alloc((depth + 1) * 64), { access: ['LOCAL_WRITE'] });
-    echo = nb('echo.create', { context: ctx.native, pd: pd.native, depth, peerQpNum: qp.qpNum, peerPsn: qp.psn }) as typeof echo & object;
+    echo = native().echoCreate({ context: ctx.native, pd: pd.native, depth, peerQpNum: qp.qpNum, peerPsn: qp.psn });
     qp.connect({ qpNum: echo.qpNum, lid: echo.lid, psn: echo.psn, port: 1 });
     const recvs = Array.from({ length: depth }, (_, i) => ({ wrId: i, sg: { mr, offset: i * 64, length: 64 } }));
     for (const r of recvs) qp.postRecv(r);
     const send = { wrId: 0, sg: { mr, offset: depth * 64, length: 8 }, signaled: false };
-    nb('echo.start', { mode: kind === 'spin' ? 'poll' : 'event' }, echo.handle);
+    native().echoStart(echo.handle, { mode: kind === 'spin' ? 'poll' : 'event' });
     const out = new Float64Array(iters);
     let k = 0;
     let t0 = 0;
@@ -105,18 +105,18 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
         qp.postSend(send);
       });
     }
-    nb('echo.stop', undefined, echo.handle);
-    nb('echo.close', undefined, echo.handle);
+    native().echoStop(echo.handle);
+    native().echoClose(echo.handle);
     echo = undefined;
     return out;
   } finally {
-    if (echo) nb('echo.close', undefined, echo.handle);
+    if (echo) native().echoClose(echo.handle);
     ctx.close();
   }
 }
 
 export function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number, warmup: number): Float64Array {
-  return new Float64Array(nb('ping', { device: cfg.device, mode, iters, warmup }) as ArrayBuffer);
+  return new Float64Array(native().ping({ device: cfg.device, mode, iters, warmup }));
 }
 
 export async function latency(cfg: RunConfig) {

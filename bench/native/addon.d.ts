@@ -1,0 +1,71 @@
+/**
+ * The typed face of rx_verbs_bench.node, the native benchmark baselines
+ * (bench/native/*.cc), and its loader (addon.js).
+ * @packageDocumentation
+ */
+
+/** An opaque handle to a running baseline (a tagged External). */
+export type BenchHandle = { readonly __benchHandle: unique symbol };
+
+/** Producer settings: WRs to post, credit window, WRs per post, offered rate (0: as fast as credits allow). */
+export interface ProducerArgs {
+  total?: number;
+  window?: number;
+  burst?: number;
+  rate?: number;
+  spin?: number;
+}
+
+/** What the native drain loop measured. */
+export interface DrainResult {
+  seconds: number;
+  wcs: number;
+  events: number;
+  polls: number;
+  wakeups: number;
+  errors: number;
+  checksum: number;
+  consumerCpuSeconds: number;
+  error?: string;
+}
+
+/** The native benchmark baselines. */
+export interface BenchAddon {
+  /** The native event-mode drain loop over its own soft device, run to completion. */
+  drain(args: ProducerArgs & { device?: string; cqe?: number; ackEvery?: number }): DrainResult;
+  /** CPU seconds the calling thread has used. */
+  threadCpu(): number;
+  /** The native ping-pong against a native echo; round trips in microseconds. */
+  ping(args: { device?: string; mode?: 'event' | 'poll'; iters?: number; warmup?: number }): ArrayBuffer;
+  /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
+  producerCreate(args: { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
+  /** Starts (or restarts) posting; returns at once. */
+  producerStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops the thread (joins it); what it posted, nothing once closed. */
+  producerStop(handle: BenchHandle): { posted?: number; seconds?: number; error?: string };
+  /** Stops the thread, destroys its QPs and MR, and lets go of the JS objects it held. */
+  producerClose(handle: BenchHandle): void;
+  /** The naive binding: its own device, one JS call with a fresh object per completion. */
+  naiveCreate(args: { device?: string; cqe?: number; ackEvery?: number; callback: (wc: { wrId: bigint; status: number; opcode: number; byteLen: number; qpNum: number }) => void }): BenchHandle;
+  /** Starts watching the channel and the producer feeding it. */
+  naiveStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops and releases everything; what it saw. */
+  naiveClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; error?: string };
+  /** A native echo peer connected to the QP `peerQpNum` on the JS context and PD given. */
+  echoCreate(args: { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
+  /** Starts answering, sleeping on its channel (`event`) or busy-polling (`poll`). */
+  echoStart(handle: BenchHandle, args: { mode?: 'event' | 'poll' }): void;
+  /** Stops the thread; how many receives it answered. */
+  echoStop(handle: BenchHandle): { echoed: number; error?: string };
+  /** Stops and destroys its QP, MR, CQ and channel, and lets go of the context and PD. */
+  echoClose(handle: BenchHandle): void;
+}
+
+/** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else build/Release). */
+export function addonPath(): string;
+/** Builds the bench addon (configuring the build folder for it when needed), quiet unless it fails; the exit status. */
+export function build(): number;
+/** The bench addon; throws an error that says how to build it when it is missing. */
+export function load(): BenchAddon;
+/** How to build the bench addon by hand. */
+export const BUILD_HINT: string;

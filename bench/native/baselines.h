@@ -1,0 +1,33 @@
+// The JS entry points of the bench addon, one group per baseline file; the
+// module (module.cc) exports them under these names in camelCase, and
+// bench/native/addon.d.ts types them.
+#pragma once
+
+#include <napi.h>
+
+namespace rxv {
+namespace bench {
+
+// drain.cc: drain(args) runs the native event-mode loop to completion.
+Napi::Value Drain(const Napi::CallbackInfo& info);
+// common.cc: threadCpu() is the calling thread's CPU time in seconds.
+Napi::Value ThreadCpu(const Napi::CallbackInfo& info);
+// ping.cc: ping(args) runs the native ping-pong; round trips in an ArrayBuffer.
+Napi::Value Ping(const Napi::CallbackInfo& info);
+// producer.cc: the producer over a CQ JS owns.
+Napi::Value ProducerCreate(const Napi::CallbackInfo& info);
+Napi::Value ProducerStart(const Napi::CallbackInfo& info);
+Napi::Value ProducerStop(const Napi::CallbackInfo& info);
+Napi::Value ProducerClose(const Napi::CallbackInfo& info);
+// naive.cc: one JS call and one fresh object per completion.
+Napi::Value NaiveCreate(const Napi::CallbackInfo& info);
+Napi::Value NaiveStart(const Napi::CallbackInfo& info);
+Napi::Value NaiveClose(const Napi::CallbackInfo& info);
+// echo.cc: a peer answering every receive with a SEND, on its own thread.
+Napi::Value EchoCreate(const Napi::CallbackInfo& info);
+Napi::Value EchoStart(const Napi::CallbackInfo& info);
+Napi::Value EchoStop(const Napi::CallbackInfo& info);
+Napi::Value EchoClose(const Napi::CallbackInfo& info);
+
+}  // namespace bench
+}  // namespace rxv

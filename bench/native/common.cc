@@ -1,0 +1,172 @@
+// The helpers every baseline shares (common.h).
+#include "common.h"
+
+#include "baselines.h"
+
+#include <time.h>
+
+#include "context.h"
+#include "cq.h"
+#include "pd.h"
+#include "util/errors.h"
+#include "util/js_values.h"
+#include "util/uv_guard.h"
+#include "util/wrap.h"
+
+namespace rxv {
+namespace bench {
+
+double ThreadCpuSeconds() {
+  timespec ts{0, 0};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+void Connect(Qp* q, uint32_t dest_qpn, uint16_t dlid, uint32_t rq_psn, uint32_t sq_psn) {
+  QpAttr a;
+  a.state = qp_state::INIT;
+  a.pkey_index = 0;
+  a.port_num = 1;
+  a.access_flags = kAccessAll;
+  q->modify(a, qp_attr_mask::STATE | qp_attr_mask::PKEY_INDEX | qp_attr_mask::PORT |
+                   qp_attr_mask::ACCESS_FLAGS);
+  a.state = qp_state::RTR;
+  a.path_mtu = 3;
+  a.dest_qp_num = dest_qpn;
+  a.rq_psn = rq_psn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah.dlid = dlid;
+  a.ah.port_num = 1;
+  q->modify(a, qp_attr_mask::STATE | qp_attr_mask::AV | qp_attr_mask::PATH_MTU |
+                   qp_attr_mask::DEST_QPN | qp_attr_mask::RQ_PSN |
+                   qp_attr_mask::MAX_DEST_RD_ATOMIC | qp_attr_mask::MIN_RNR_TIMER);
+  a.state = qp_state::RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.sq_psn = sq_psn;
+  a.max_rd_atomic = 1;
+  q->modify(a, qp_attr_mask::STATE | qp_attr_mask::TIMEOUT | qp_attr_mask::RETRY_CNT |
+                   qp_attr_mask::RNR_RETRY | qp_attr_mask::SQ_PSN |
+                   qp_attr_mask::MAX_QP_RD_ATOMIC);
+}
+
+// ---- handles ----------------------------------------------------------------
+const napi_type_tag kTag = {0x7278766265636831ull, 0x68616e646c653031ull};  // "rxvbech1handle01"
+
+void Object::OnCleanup(void* arg) {
+  auto* self = static_cast<Object*>(arg);
+  NoEscape(self->env, "bench cleanup", [self] {
+    self->hook = false;
+    self->Shutdown(true);
+  });
+}
+
+Napi::External<Object> MakeHandle(Napi::Env env, std::unique_ptr<Object> obj) {
+  Object* raw = obj.get();
+  auto ext = Napi::External<Object>::New(env, raw, [](Napi::Env e, Object* o) {
+    NoEscape(e, "bench finalizer", [o] {
+      o->RemoveHook();
+      o->Shutdown(false);
+    });
+    delete o;
+  });
+  obj.release();
+  raw->AddHook(env);
+  napi_type_tag_object(env, ext, &kTag);
+  return ext;
+}
+
+// ---- arguments ------------------------------------------------------------------
+Napi::Object ArgsObject(const Napi::CallbackInfo& info, size_t i) {
+  if (info[i].IsUndefined()) return Napi::Object::New(info.Env());
+  if (!info[i].IsObject()) throw Napi::TypeError::New(info.Env(), "args must be an object");
+  return info[i].As<Napi::Object>();
+}
+
+uint32_t U32(Napi::Object o, const char* key, uint32_t dflt, uint32_t min, uint32_t max) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return dflt;
+  return ValueU32(o.Env(), v, key, min, max);
+}
+
+double Num(Napi::Object o, const char* key, double dflt, double min, double max) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return dflt;
+  double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1e300;
+  if (!(d >= min && d <= max)) {
+    throw Napi::RangeError::New(o.Env(), std::string(key) + " must be a number in [" +
+                                             std::to_string(min) + ", " +
+                                             std::to_string(max) + "]");
+  }
+  return d;
+}
+
+std::string Str(Napi::Object o, const char* key, const std::string& dflt) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return dflt;
+  if (!v.IsString()) throw Napi::TypeError::New(o.Env(), std::string(key) + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+// The product's wrappers are recognised by their type tags (util/wrap.h),
+// which hold across addons: no JS runs and no constructor is needed.
+Context* SoftContextArg(Napi::Env env, Napi::Value v) {
+  Context* c = UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
+  if (c->info().provider != "soft") {
+    throw Napi::TypeError::New(env, "the bench baselines run on soft devices only");
+  }
+  return c;
+}
+
+Pd* PdArg(Napi::Env env, Napi::Value v) {
+  return UnwrapArg<PdWrap>(env, v, "pd")->Checked(env, "bench");
+}
+
+Cq* CqArg(Napi::Env env, Napi::Value v) {
+  return UnwrapArg<CqWrap>(env, v, "cq")->Checked(env, "bench");
+}
+
+Napi::Value ThreadCpu(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), ThreadCpuSeconds());
+}
+
+// ---- rig ----------------------------------------------------------------------------
+Rig::Rig(const std::string& device, uint32_t cqe, bool with_channel) {
+  ctx = soft_provider().open(device);
+  if (with_channel) ch = ctx->create_channel();
+  cq = ctx->create_cq(static_cast<int>(cqe), ch.get(), 0);
+  pd = ctx->alloc_pd();
+}
+
+void Rig::AckAll() {
+  if (cq && unacked) {
+    try {
+      cq->ack_events(unacked);
+    } catch (...) {
+    }
+    unacked = 0;
+  }
+}
+
+void Rig::DrainEvents() {
+  if (!ch) return;
+  try {
+    Cq* c = nullptr;
+    while (ch->get_event(&c)) unacked++;
+  } catch (...) {
+  }
+  AckAll();
+}
+
+void Rig::Release() {
+  DrainEvents();
+  DestroyQuietly(cq);
+  DestroyQuietly(ch);
+  DestroyQuietly(pd);
+  DestroyQuietly(ctx);
+}
+
+}  // namespace bench
+}  // namespace rxv
