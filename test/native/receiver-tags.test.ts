@@ -15,7 +15,7 @@ interface Report {
   foreignExternal: boolean;
 }
 
-// The children use soft0 (always present), whatever device the suite tests.
+// The child runs on the device under test (test/fixtures/device.js).
 describe('receivers are type-tagged', () => {
   let r: FixtureResult<Report>;
   const slow = process.env.RX_VERBS_ASAN ? 4 : 1;

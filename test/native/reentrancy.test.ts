@@ -13,7 +13,8 @@ interface Report {
   failures: string[];
 }
 
-// The children use soft0 (always present), whatever device the suite tests.
+// The child runs on the device under test (test/fixtures/device.js); only the
+// fault-injection cases (ctx.faults) use soft0, which is always present.
 describe('getters that close objects under a native call', () => {
   let r: FixtureResult<Report>;
   const slow = process.env.RX_VERBS_ASAN ? 4 : 1;

@@ -3,8 +3,11 @@
  * while the soft device copies outside its lock (item 6). Every reproducer
  * runs in a child process (test/fixtures/registered-memory.js, loading the
  * addon under test) so a crash is a failed test, not a dead runner. The
- * fixtures open soft0: detach detection at execution time and the copy
- * outside the lock are the soft device's; the post-time checks are shared.
+ * fixture runs on the device under test (test/fixtures/device.js): the
+ * post-time checks and allocMemory are the library's and run everywhere;
+ * detach detection at execution time and the copy outside the lock are the
+ * soft device's (a real device pinned the region at registration, so a
+ * WRITE lands in memory the region still holds): soft only.
  */
 import { execFile } from 'child_process';
 import * as path from 'path';
@@ -55,7 +58,7 @@ describe('registered memory that JS takes away', () => {
     expect(out).toEqual({ wcs: REMOTE_FAIL, touched: 0, bufferLength: 0 });
   });
 
-  itSoft('a detached region in a local scatter/gather list fails the post with EFAULT and badWr', async () => {
+  it('a detached region in a local scatter/gather list fails the post with EFAULT and badWr', async () => {
     const out = await clean('detached-local', 4096);
     expect(out.send).toMatchObject({ name: 'Error', code: 'EFAULT', badWr: 1 });
     expect(String((out.send as { message: string }).message)).toMatch(/work request 1: .*detached/);
@@ -70,7 +73,7 @@ describe('registered memory that JS takes away', () => {
     ]);
   });
 
-  itSoft('resizable and growable buffers (and views on them) are refused with a TypeError; resize(0) after is harmless', async () => {
+  it('resizable and growable buffers (and views on them) are refused with a TypeError; resize(0) after is harmless', async () => {
     const out = await clean('resizable', 8 * MiB);
     const errors = out.errors as Record<string, { name: string; message: string }>;
     for (const key of ['arrayBuffer', 'view', 'dataView', 'native']) {
@@ -80,7 +83,7 @@ describe('registered memory that JS takes away', () => {
     expect(out.sharedOk).toBe(true);
   });
 
-  itSoft('pd.allocMemory: page-aligned, survives transfer and collection of its handle, freed once both are gone', async () => {
+  it('pd.allocMemory: page-aligned, survives transfer and collection of its handle, freed once both are gone', async () => {
     const out = await clean('alloc-survives', 8 * MiB);
     expect(out).toMatchObject({
       aligned: true,

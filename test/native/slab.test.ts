@@ -1,4 +1,3 @@
-import { itSoft } from '../helpers/device';
 import { lastJson, runFixture } from '../helpers/child-run';
 
 interface CqStats {
@@ -31,26 +30,26 @@ async function run(mode: string): Promise<SlabRun> {
 }
 
 // Each CQ's completions live in a slab of its own (issue 16, item 5). The
-// fixtures open soft0: soft only.
+// fixture runs on the device under test (test/fixtures/device.js).
 describe('completion batch buffers', () => {
-  itSoft('transferring a polled batch buffer (structuredClone) loses nothing on that CQ or another', async () => {
+  it('transferring a polled batch buffer (structuredClone) loses nothing on that CQ or another', async () => {
     const out = await run('poll');
     expect(out.stats.A.transfers).toBeGreaterThan(1);
   });
 
-  itSoft('transferring a completions$ batch buffer (structuredClone) loses nothing on that CQ or another', async () => {
+  it('transferring a completions$ batch buffer (structuredClone) loses nothing on that CQ or another', async () => {
     const out = await run('stream');
     expect(out.stats.A.transfers).toBeGreaterThan(1);
   });
 
-  itSoft('posting a batch column to a worker with its buffer in the transfer list loses nothing', async () => {
+  it('posting a batch column to a worker with its buffer in the transfer list loses nothing', async () => {
     const out = await run('worker');
     expect(out.stats.A.transfers).toBeGreaterThan(1);
     // The worker received every wr_id that was sent to it.
     expect(out.workerGot).toBe(out.stats.A.got);
   });
 
-  itSoft("a consumer cannot read or rewrite another CQ's batches through its buffer", async () => {
+  it("a consumer cannot read or rewrite another CQ's batches through its buffer", async () => {
     const out = await run('isolation');
     expect(out.stats.A.sawOther).toBe(false);
     expect(out.stats.B.sawOther).toBe(false);
