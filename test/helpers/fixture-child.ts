@@ -14,6 +14,8 @@ export interface FixtureResult<R> {
   signal: NodeJS.Signals | null;
   timedOut: boolean;
   report: R | undefined;
+  /** Its stderr, the last 100-200 kB of it (for markers a fixture prints as it goes). */
+  stderr: string;
   stderrTail: string;
 }
 
@@ -42,7 +44,7 @@ export function runFixture<R>(name: string, args: string[] = [], timeoutMs = 60_
       } catch {
         report = undefined;
       }
-      resolve({ code, signal, timedOut, report, stderrTail: err.slice(-4000) });
+      resolve({ code, signal, timedOut, report, stderr: err, stderrTail: err.slice(-4000) });
     });
   });
 }

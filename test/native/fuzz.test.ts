@@ -6,68 +6,40 @@
  * `node test/soak/fuzz-long.js --calls 100000`, which keeps going after a
  * crash and reports every one).
  */
-import { spawn } from 'child_process';
-import * as path from 'path';
 import { IS_SOFT } from '../helpers/device';
+import { FixtureResult, runFixture } from '../helpers/fixture-child';
 import { scaled } from '../helpers/slow';
 
-const CHILD = path.join(__dirname, '..', 'fixtures', 'fuzz-child.js');
 const LONG = process.env.RX_VERBS_FUZZ_CALLS ? Number(process.env.RX_VERBS_FUZZ_CALLS) : undefined;
 /** Fixed seeds of the normal run; each child runs CALLS_EACH calls. */
 const SEEDS = [11, 22, 33];
 const CALLS_EACH = LONG ? Math.ceil(LONG / SEEDS.length) : 1200;
 
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  timedOut: boolean;
-  report?: {
-    calls: number;
-    runs: number;
-    errorsThrown: number;
-    byName: Record<string, number>;
-    sourceErrors: number;
-    knownBugs: Record<string, number>;
-    opCounts: Record<string, number>;
-    violation?: { what: string; detail: string; op: string };
-    /** The addon's live wrapped objects and the process's open fds, before any fuzzing and after the last close and GC. */
-    liveObjects: { before: number; after: number };
-    /** `added`: the fds open at the end that were not at the start, with what they are. */
-    fds: { before: number; after: number; added: string[] };
-  };
+/** The JSON line test/fixtures/fuzz-child.js prints last. */
+type FuzzReport = {
+  calls: number;
+  runs: number;
+  errorsThrown: number;
+  byName: Record<string, number>;
+  sourceErrors: number;
+  knownBugs: Record<string, number>;
+  opCounts: Record<string, number>;
+  violation?: { what: string; detail: string; op: string };
+  /** The addon's live wrapped objects and the process's open fds, before any fuzzing and after the last close and GC. */
+  liveObjects: { before: number; after: number };
+  /** `added`: the fds open at the end that were not at the start, with what they are. */
+  fds: { before: number; after: number; added: string[] };
+};
+
+interface ChildResult extends FixtureResult<FuzzReport> {
+  /** The last "run N" marker the child printed: where a crash happened. */
   lastRun: string;
-  stderrTail: string;
 }
 
-function runChild(seed: number, calls: number, timeoutMs: number): Promise<ChildResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', CHILD, '--seed', String(seed), '--calls', String(calls)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    let timedOut = false;
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => {
-      err += d;
-      if (err.length > 200_000) err = err.slice(-100_000);
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      const runs = err.match(/^run \d+$/gm) ?? [];
-      let report: ChildResult['report'];
-      try {
-        report = JSON.parse(out.trim().split('\n').pop() ?? '');
-      } catch {
-        report = undefined;
-      }
-      resolve({ code, signal, timedOut, report, lastRun: runs[runs.length - 1] ?? '', stderrTail: err.slice(-3000) });
-    });
-  });
+async function runChild(seed: number, calls: number, timeoutMs: number): Promise<ChildResult> {
+  const r = await runFixture<FuzzReport>('fuzz-child.js', ['--seed', String(seed), '--calls', String(calls)], timeoutMs);
+  const runs = r.stderr.match(/^run \d+$/gm) ?? [];
+  return { ...r, lastRun: runs[runs.length - 1] ?? '' };
 }
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
