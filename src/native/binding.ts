@@ -258,6 +258,97 @@ export declare class NativeQp {
   close(): void;
 }
 
+/** A CM address: a numeric IPv4 or IPv6 host (no name lookup) and a port. */
+export interface NativeCmAddress {
+  host: string;
+  port: number;
+}
+
+/** `rdma_conn_param` as the CM calls take it (limits in DESIGN §7). */
+export interface NativeCmConnParam {
+  privateData?: Uint8Array;
+  responderResources?: number;
+  initiatorDepth?: number;
+  retryCount?: number;
+  rnrRetryCount?: number;
+  /** The QP this side of the connection uses (created on `openContext()`'s device). */
+  qpNum: number;
+  srq?: boolean;
+}
+
+/**
+ * One CM event, copied and already acked natively (librdmacm's event type
+ * numbers). For `CONNECT_REQUEST` (4) `id` is the new connection's id, now
+ * owned by JS, and `listener` the listening id.
+ */
+export interface NativeCmEvent {
+  type: number;
+  /** 0, a negative errno, or (REJECTED) the reject reason. */
+  status: number;
+  id: NativeCmId;
+  listener?: NativeCmId;
+  privateData: Buffer;
+  responderResources: number;
+  initiatorDepth: number;
+  retryCount: number;
+  rnrRetryCount: number;
+  qpNum: number;
+  srq: boolean;
+}
+
+/** Receives CM events, one call per wakeup (never an empty array). */
+export interface CmEventOwner {
+  handleCmEvents(events: NativeCmEvent[]): void;
+}
+
+/** A CM event channel (`rdma_event_channel`, or the soft CM's) and its poller. */
+export declare class NativeCmChannel {
+  private constructor();
+  /** `'rdmacm'` or `'soft'`. */
+  readonly provider: string;
+  readonly fd: number;
+  readonly closed: boolean;
+  /** Held weakly, strongly while watching. */
+  setOwner(owner: CmEventOwner): void;
+  watch(on: boolean): void;
+  ref(): this;
+  unref(): this;
+  /** Reads what is pending now, without blocking (empty when nothing is). */
+  readEvents(): NativeCmEvent[];
+  /** `rdma_create_id` on this channel; port space TCP (0x0106) by default. */
+  createId(portSpace?: number): NativeCmId;
+  /** EBUSY while ids still use it. */
+  close(): void;
+}
+
+/** An `rdma_cm_id`. Never has a QP attached: see `modifyQp`. */
+export declare class NativeCmId {
+  private constructor();
+  readonly closed: boolean;
+  readonly channel: NativeCmChannel;
+  /** null until bound / resolved. */
+  readonly localAddress: NativeCmAddress | null;
+  readonly peerAddress: NativeCmAddress | null;
+  bind(addr: NativeCmAddress): void;
+  listen(backlog: number): void;
+  resolveAddr(dst: NativeCmAddress, timeoutMs: number, src?: NativeCmAddress): void;
+  resolveRoute(timeoutMs: number): void;
+  /** A context on the id's device (librdmacm: the CM's own ibv_context). ENODEV before it has one. */
+  openContext(): NativeContext;
+  /** Moves `qp` to INIT (1), RTR (2), RTS (3) or ERR (6) with what the CM derives (`rdma_init_qp_attr`). */
+  modifyQp(qp: NativeQp, state: number): void;
+  connect(param: NativeCmConnParam): void;
+  accept(param: NativeCmConnParam): void;
+  reject(privateData?: Uint8Array): void;
+  /** Answers CONNECT_RESPONSE once the QP is in RTS (`rdma_establish`). */
+  establish(): void;
+  disconnect(): void;
+  /** Later events go to `channel` (`rdma_migrate_id`). */
+  migrate(channel: NativeCmChannel): void;
+  /** Never blocks: events are acked when read. */
+  close(): void;
+}
+
 /** The addon's module exports. */
 export interface NativeBinding {
   listDevices(): NativeDeviceInfo[];
@@ -279,6 +370,18 @@ export interface NativeBinding {
   Cq: typeof NativeCq;
   Qp: typeof NativeQp;
   Faults: typeof NativeFaults;
+  /**
+   * A CM event channel: `'rdmacm'` (librdmacm, ENODEV naming what is
+   * missing when it cannot load) or `'soft'` (the in-process CM of soft
+   * devices).
+   */
+  createCmChannel(provider: 'rdmacm' | 'soft'): NativeCmChannel;
+  /** Whether librdmacm can be used here, and if not why (names what is missing). */
+  rdmacmStatus(): { available: boolean; reason?: string };
+  /** The addresses the soft CM answers on, per soft device (`{ soft0: ['127.0.0.1', '::1'] }`). */
+  softCmAddresses(): Record<string, string[]>;
+  CmChannel: typeof NativeCmChannel;
+  CmId: typeof NativeCmId;
 }
 
 let cached: NativeBinding | undefined;
