@@ -38,10 +38,10 @@ const RESOLVE_MS = 2000;
  * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
  * @see {@link connect}
  */
-export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources, O extends object>(
   options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
 ): Observable<Connection<R>>;
+export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);
@@ -153,10 +153,10 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
  *   `DeviceRemovedError`) with everything released.
  * @throws TypeError / RangeError (synchronously) for bad options.
  */
-export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect<R extends ConnectionResources, O extends object>(
   options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
 ): Promise<Connection<R>>;
+export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
   return firstValueFrom(connect$(options) as Observable<Connection<ConnectionResources>>);
 }
