@@ -10,6 +10,7 @@ export class VirtualQp {
 
   constructor(readonly qpNum: number) {}
 
+  /** True once destroyed. */
   get closed(): boolean {
     return this.isClosed;
   }
