@@ -1,5 +1,5 @@
 import * as fs from 'fs';
-import { firstValueFrom } from 'rxjs';
+import { filter, firstValueFrom, lastValueFrom } from 'rxjs';
 import {
   connect,
   connect$,
@@ -12,6 +12,11 @@ import {
   Mr,
   WcBatch,
   softCmAddresses,
+  openDevice,
+  ackEvents,
+  rearm,
+  drainCq,
+  DeviceRemovedError,
 } from '../../src';
 import { binding } from '../../src/native/binding';
 import { scaled } from '../helpers/slow';
@@ -71,15 +76,18 @@ describeCm('connections on soft0 over the soft CM', () => {
     const listener = listen({ host: HOST, port: 0 });
     const port = listener.address!.port;
     const servers: Connection[] = [];
+    const served: Promise<void>[] = [];
     listener.requests$.subscribe((request) => {
-      void request.accept({ privateData: 'welcome' }).then(async (conn) => {
-        servers.push(conn);
-        const end = new End(conn);
-        end.postRecv();
-        const question = await end.received();
-        end.send(`pong ${question}`);
-        await end.sent();
-      });
+      served.push(
+        request.accept({ privateData: 'welcome' }).then(async (conn) => {
+          servers.push(conn);
+          const end = new End(conn);
+          end.postRecv();
+          const question = await end.received();
+          end.send(`pong ${question}`);
+          await end.sent();
+        }),
+      );
     });
     const clients = await Promise.all(
       Array.from({ length: 8 }, async (_, i) => {
@@ -95,6 +103,8 @@ describeCm('connections on soft0 over the soft CM', () => {
         return conn;
       }),
     );
+    await Promise.all(served);
+    expect(servers.length).toBe(8);
     for (const c of clients) c.close();
     for (const s of servers) s.close();
     listener.close();
@@ -183,6 +193,75 @@ describeCm('connections on soft0 over the soft CM', () => {
     for (let i = 0; i < 200; i++) (await connect({ host: HOST, port })).close();
     await new Promise((r) => setTimeout(r, scaled(200)));
     expect(openFds()).toBeLessThanOrEqual(fds + 2);
+    listener.close();
+  });
+
+  it('works with the explicit path: the CQs on channel.events$ with ackEvents, rearm and drainCq', async () => {
+    const listener = listen({ host: HOST, port: 0 });
+    const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
+    const client = await connect({ host: HOST, port: listener.address!.port });
+    const server = await accepted;
+    const b = new End(server);
+    b.postRecv();
+    server.recvCq.requestNotify();
+    const got = firstValueFrom(
+      server.channel!.events$.pipe(
+        ackEvents({ every: 1 }),
+        rearm(),
+        drainCq(),
+        filter((batch) => batch.length > 0),
+      ),
+    );
+    new End(client).send('explicit');
+    const batch = await got;
+    expect(b.mr.buffer.toString('utf8', 0, batch.at(0)!.byteLen)).toBe('explicit');
+    client.close();
+    server.close();
+    listener.close();
+  });
+
+  it('borrows a PD, CQs and channel the caller brings, and never closes them', async () => {
+    const ctx = openDevice('soft0');
+    const pd = ctx.allocPd();
+    const channel = ctx.createCompChannel();
+    const cq = ctx.createCq({ cqe: 64, channel });
+    const listener = listen({ host: HOST, port: 0 });
+    const accepted = firstValueFrom(listener.requests$).then((r) => r.accept({ ownChannel: false }));
+    const client = await connect({ host: HOST, port: listener.address!.port, pd, sendCq: cq, recvCq: cq });
+    expect(client.pd).toBe(pd);
+    expect(client.sendCq).toBe(cq);
+    expect(client.recvCq).toBe(cq);
+    const server = await accepted;
+    listener.close(); // the server's id stayed on the listener's channel: it lives on
+    const b = new End(server);
+    b.postRecv();
+    new End(client).send('borrowed');
+    expect(await b.received()).toBe('borrowed');
+    client.close();
+    server.close();
+    expect([pd.closed, cq.closed, channel.closed]).toEqual([false, false, false]);
+    ctx.close();
+  });
+
+  it('device removal ends the connection, the listener and the CQ streams of that device with a typed error', async () => {
+    const name = `softcm-rm${process.pid}`;
+    (binding().createSoftDevice as (o: object) => void)({ name, addresses: ['198.19.9.2'] });
+    const listener = listen({ host: '198.19.9.2', port: 0 });
+    const requestsEnd = lastValueFrom(listener.requests$).catch((e: unknown) => e);
+    const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
+    const client = await connect({ host: '198.19.9.2', port: listener.address!.port });
+    const server = await accepted;
+    expect(server.context.deviceName).toBe(name);
+    const serverEnd = firstValueFrom(server.disconnected$).catch((e: unknown) => e);
+    const cqEnd = lastValueFrom(server.recvCq.completions$).catch((e: unknown) => e);
+    const clientEnd = firstValueFrom(client.disconnected$);
+    server.context.faults.deviceFatal();
+    expect(await serverEnd).toBeInstanceOf(DeviceRemovedError);
+    expect(await requestsEnd).toBeInstanceOf(DeviceRemovedError);
+    expect(await cqEnd).toBeInstanceOf(Error);
+    expect(await clientEnd).toEqual({ by: 'peer' });
+    client.close();
+    server.close();
     listener.close();
   });
 
