@@ -1,9 +1,11 @@
 import * as fs from 'fs';
 import { filter, firstValueFrom, lastValueFrom } from 'rxjs';
 import {
-  connect,
+  connect as connectApi,
   connect$,
-  listen,
+  listen as listenApi,
+  ConnectionOptions,
+  ListenOptions,
   Connection,
   ConnectionRejectedError,
   ConnectTimeoutError,
@@ -62,6 +64,31 @@ class End {
     expect(batch.at(0)!.status).toBe('SUCCESS');
   }
 }
+
+/**
+ * Everything a test opens, closed after it whatever happened: a failed
+ * assertion must not leave a listener holding jest's process open.
+ */
+const opened: Array<{ close(): void }> = [];
+function listen(options: ListenOptions) {
+  return track(listenApi(options));
+}
+async function connect(options: ConnectionOptions) {
+  return track(await connectApi(options));
+}
+function track<T extends { close(): void }>(thing: T): T {
+  opened.push(thing);
+  return thing;
+}
+afterEach(() => {
+  for (const thing of opened.splice(0).reverse()) {
+    try {
+      thing.close();
+    } catch {
+      // closed already, or its device is gone
+    }
+  }
+});
 
 function openFds(): number {
   return fs.readdirSync('/proc/self/fd').length;
@@ -182,6 +209,24 @@ describeCm('connections on soft0 over the soft CM', () => {
     expect(await b.received()).toBe('still here');
     client.close();
     server.close();
+  });
+
+  it('a request left unanswered until the client gives up: accepting it later fails, nothing hangs or leaks', async () => {
+    const fds = openFds();
+    const listener = listen({ host: HOST, port: 0 });
+    const pending = firstValueFrom(listener.requests$);
+    const err = await connect({ host: HOST, port: listener.address!.port, timeoutMs: 200 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectTimeoutError);
+    const request = await pending;
+    // The soft CM does not tell the passive side yet (librdmacm's REJ would
+    // arrive as an event): the accept itself fails, and releases everything.
+    try {
+      await expect(request.accept()).rejects.toMatchObject({ message: expect.stringMatching(/\S/) });
+      expect(request.answer).toBe('accepted');
+    } finally {
+      listener.close();
+    }
+    expect(openFds()).toBe(fds);
   });
 
   it('runs 200 connect/close cycles with open fds flat', async () => {
