@@ -231,7 +231,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
   }
 
   /** @internal */
-  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number): void {
+  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number, src?: CmAddress): void {
     this.ensureDevice();
     if (!this.knows(dst)) {
       this.later(id, () => event('ADDR_ERROR', id, { status: ERRNO_ETIMEDOUT }), Math.max(timeoutMs, this.latency));
@@ -240,7 +240,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     this.later(id, () => {
       id.state = 'resolved';
       id.peerAddress = dst;
-      const local = this.listeners.has(key(dst)) ? dst.host : this.localHost;
+      const local = src?.host ?? (this.listeners.has(key(dst)) ? dst.host : this.localHost);
       id.localAddress = { host: local, port: this.nextPort++ };
       return event('ADDR_RESOLVED', id);
     });

@@ -310,6 +310,22 @@ describeCm('connections on soft0 over the soft CM', () => {
     listener.close();
   });
 
+  it('connects from the local address asked for (another soft device)', async () => {
+    const name = `softcm-src${process.pid}`;
+    (binding().createSoftDevice as (o: object) => void)({ name, addresses: ['198.19.9.3'] });
+    const listener = listen({ host: HOST, port: 0 });
+    const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
+    const client = await connect({ host: HOST, port: listener.address!.port, localHost: '198.19.9.3' });
+    const server = track(await accepted);
+    expect(client.context.deviceName).toBe(name);
+    expect(client.localAddress?.host).toBe('198.19.9.3');
+    expect(server.peerAddress?.host).toBe('198.19.9.3');
+    const b = new End(server);
+    b.postRecv();
+    new End(client).send('across devices');
+    expect(await b.received()).toBe('across devices');
+  });
+
   it('refuses bad input before anything is sent', () => {
     expect(() => connect$({ host: 'localhost', port: 1 })).toThrow(TypeError);
     expect(() => connect$({ host: HOST, port: 1, privateData: new Uint8Array(57) })).toThrow(RangeError);
