@@ -96,10 +96,26 @@ export function table(title: string, header: string[], rows: string[][]): string
   return formatTable(rows, header, title);
 }
 
-export function formatResults(r: Results): string {
+/**
+ * How formatResults lays out its tables and lines: as text for the terminal
+ * (the default), or as HTML for the report page (bench/suites/page.ts), so
+ * that both show the same figures from one place.
+ */
+export interface ResultsWriter {
+  table(title: string, header: string[], rows: string[][]): string;
+  line(text: string): string;
+  join(parts: string[]): string;
+}
+
+/** The terminal layout: bordered text tables, one block after another. */
+export const TEXT_WRITER: ResultsWriter = { table, line: (text) => text, join: (parts) => parts.join('\n') };
+
+export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): string {
+  // The writer's table() stands in for the module's, so each table below is written once for both layouts.
+  const { table, line } = writer;
   const out: string[] = [];
   const m = r.meta;
-  out.push(`rx-verbs bench (${m.quick ? 'quick' : 'full'}) on ${m.device}, node ${m.node}, ${m.cpus} CPUs, load ${(m.loadAverageBefore as number[]).map((x) => x.toFixed(1)).join(' ')}`);
+  out.push(line(`rx-verbs bench (${m.quick ? 'quick' : 'full'}) on ${m.device}, node ${m.node}, ${m.cpus} CPUs, load ${(m.loadAverageBefore as number[]).map((x) => x.toFixed(1)).join(' ')}`));
   if (r.throughput) {
     const rows = r.throughput.configs.map((c) => [
       `${c.depth}`,
@@ -136,7 +152,7 @@ export function formatResults(r: Results): string {
       ),
     );
   }
-  if (r.idle) out.push(`\n4. Idle: ${fmt(r.idle.cpuPercent, 3)}% of a core over ${r.idle.seconds} s (${r.idle.channels} channels, ${r.idle.cqs} CQs armed and subscribed, ${r.idle.wakeups} wakeups)`);
+  if (r.idle) out.push(line(`\n4. Idle: ${fmt(r.idle.cpuPercent, 3)}% of a core over ${r.idle.seconds} s (${r.idle.channels} channels, ${r.idle.cqs} CQs armed and subscribed, ${r.idle.wakeups} wakeups)`));
   if (r.memory) {
     const mm = r.memory;
     const a = mm.allocations as unknown as Record<string, number>;
@@ -179,6 +195,6 @@ export function formatResults(r: Results): string {
   if (r.targets.length) {
     out.push(table('\nTargets', ['target', 'goal', 'measured', 'met'], r.targets.map((t) => [t.name, t.target, t.value === undefined ? (t.why ?? 'not measured') : fmt(t.value, 3), t.value === undefined ? '-' : t.met ? 'yes' : 'NO'])));
   }
-  out.push(`\n${fmt(m.seconds as number, 1)} s`);
-  return out.join('\n');
+  out.push(line(`\n${fmt(m.seconds as number, 1)} s`));
+  return writer.join(out);
 }
