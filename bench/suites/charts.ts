@@ -26,6 +26,8 @@ export interface MissingChart {
 }
 
 const WIDTH = 620;
+/** The targets chart's plot width; its labels take the rest of WIDTH. */
+const BAR_WIDTH = 340;
 
 // A fixed colour per variant, so that one variant looks the same in every
 // chart of the page and of every page.
@@ -45,49 +47,53 @@ export function latencyChart(r: Results): Chart | MissingChart {
   if (!l) return { id, title, why: 'the latency suite did not run' };
   const variants = Object.values(l.variants).filter((s) => s.histogram && s.histogram.length > 0);
   if (variants.length === 0) return { id, title, why: 'these results keep no latency distribution (saved before histograms were recorded)' };
-  const rows: Record<string, unknown>[] = [];
-  for (const s of variants) {
-    for (const b of s.histogram ?? []) {
-      if (b.lowUs > 0) rows.push({ variant: s.variant, kind: 'bucket', lowUs: b.lowUs, highUs: b.highUs, share: (b.count / s.samples) * 100 });
-    }
-    rows.push({ variant: s.variant, kind: 'p50', us: s.p50 }, { variant: s.variant, kind: 'p99', us: s.p99 });
-  }
+  // One row per variant, stacked on the same x domain (set here, so every
+  // row's scale is the same whatever the layout does); the last row carries
+  // the x axis for all.
+  const buckets = variants.flatMap((s) => (s.histogram ?? []).filter((b) => b.lowUs > 0));
+  const xDomain = [Math.min(...buckets.map((b) => b.lowUs)), Math.max(...buckets.map((b) => b.highUs))];
+  const yMax = Math.max(...variants.flatMap((s) => (s.histogram ?? []).map((b) => (b.count / s.samples) * 100)));
   const names = variants.map((s) => s.variant);
-  const x = { scale: { type: 'log' as const }, axis: { title: 'round trip (us, log scale)', grid: true } };
+  const color = variantColor(LATENCY_VARIANTS, names);
+  const row = (s: (typeof variants)[number], last: boolean) => {
+    const x = { scale: { type: 'log' as const, domain: xDomain, nice: false }, axis: last ? { title: 'round trip (us, log scale)', grid: true } : { title: null, labels: false, ticks: false, grid: true } };
+    return {
+      title: { text: `${s.variant}: p50 ${fmt(s.p50, 1)} us, p99 ${fmt(s.p99, 1)} us`, anchor: 'start' as const, fontSize: 12, fontWeight: 'normal' as const, offset: 4 },
+      width: WIDTH,
+      height: 70,
+      layer: [
+        {
+          data: { values: (s.histogram ?? []).filter((b) => b.lowUs > 0).map((b) => ({ variant: s.variant, lowUs: b.lowUs, highUs: b.highUs, share: (b.count / s.samples) * 100 })) },
+          mark: { type: 'rect' as const },
+          encoding: {
+            x: { field: 'lowUs', type: 'quantitative' as const, ...x },
+            x2: { field: 'highUs' },
+            y: { field: 'share', type: 'quantitative' as const, scale: { type: 'sqrt' as const, domain: [0, yMax] }, axis: { title: '% of trips', tickCount: 3 } },
+            color: { field: 'variant', type: 'nominal' as const, scale: color, legend: null },
+          },
+        },
+        {
+          data: { values: [{ kind: 'p50', us: s.p50 }, { kind: 'p99', us: s.p99 }] },
+          mark: { type: 'rule' as const, color: '#222' },
+          encoding: {
+            x: { field: 'us', type: 'quantitative' as const, ...x },
+            strokeDash: { field: 'kind', type: 'nominal' as const, scale: { domain: ['p50', 'p99'], range: [[1, 0], [4, 3]] }, legend: { title: 'percentile', orient: 'top' as const } },
+          },
+        },
+      ],
+    };
+  };
   return {
     id,
     title,
     caption:
       `RC ping-pong round trips against a native echo peer, ${variants[0].samples} per variant, merged from interleaved chunks; ` +
-      `buckets ${fmt(100 * (10 ** (1 / BUCKETS_PER_DECADE) - 1), 0)}% wide; each row shows its variant's share of round trips per bucket, on a square-root scale so that the tail shows. Solid line: p50; dashed: p99. Spin: take({ spinUs: ${l.spinUs} }).`,
+      `buckets ${fmt(100 * (10 ** (1 / BUCKETS_PER_DECADE) - 1), 0)}% wide. Each row is one variant's share of round trips per bucket, on a square-root scale so that the tail shows. ` +
+      `Solid line: p50; dashed: p99. Spin: take({ spinUs: ${l.spinUs} }).`,
     spec: {
-      data: { values: rows },
-      facet: { row: { field: 'variant', type: 'nominal', sort: names, header: { title: null, labelAngle: 0, labelAlign: 'left', labelFontSize: 12 } } },
-      spec: {
-        width: WIDTH,
-        height: 80,
-        layer: [
-          {
-            transform: [{ filter: "datum.kind === 'bucket'" }],
-            mark: { type: 'rect', tooltip: false },
-            encoding: {
-              x: { field: 'lowUs', type: 'quantitative', ...x },
-              x2: { field: 'highUs' },
-              y: { field: 'share', type: 'quantitative', scale: { type: 'sqrt' }, axis: { title: '% of trips (sqrt)', tickCount: 3 } },
-              color: { field: 'variant', type: 'nominal', scale: variantColor(LATENCY_VARIANTS, names), legend: null },
-            },
-          },
-          {
-            transform: [{ filter: "datum.kind !== 'bucket'" }],
-            mark: { type: 'rule', color: '#222' },
-            encoding: {
-              x: { field: 'us', type: 'quantitative', ...x },
-              strokeDash: { field: 'kind', type: 'nominal', scale: { domain: ['p50', 'p99'], range: [[1, 0], [4, 3]] }, legend: { title: 'percentile', orient: 'top' } },
-            },
-          },
-        ],
-      },
-      spacing: 6,
+      vconcat: variants.map((s, i) => row(s, i === variants.length - 1)),
+      spacing: 10,
+      resolve: { legend: { strokeDash: 'shared' } },
     },
   };
 }
@@ -164,7 +170,7 @@ export function targetsChart(r: Results): Chart | MissingChart {
     const label = measured
       ? `${fmt(t.value as number, 3)} (goal ${t.target}): ${t.met ? 'met' : 'not met'}`
       : `not measured${why ? `: ${why}` : ''} (goal ${t.target})`;
-    return { name: t.name, goal, value: measured ? t.value : null, status: measured ? (t.met ? 'met' : 'not met') : 'not measured', label, at: 0, top };
+    return { name: t.name, goal, value: measured ? t.value : null, status: measured ? (t.met ? 'met' : 'not met') : 'not measured', label, top };
   });
   return {
     id,
@@ -172,22 +178,20 @@ export function targetsChart(r: Results): Chart | MissingChart {
     caption: 'One row per target, each on its own scale from 0: the bar is what the run measured, the dashed rule the goal; a target the run did not measure has no bar.',
     spec: {
       vconcat: rows.map((row) => ({
-        width: WIDTH - 120,
+        width: BAR_WIDTH,
         height: 18,
         data: { values: [row] },
         layer: [
           {
             mark: { type: 'bar', height: 14 },
             encoding: {
-              x: { field: 'value', type: 'quantitative', scale: { domain: [0, row.top * 1.9], nice: false }, axis: { title: row.name, tickCount: 4, titleFontWeight: 'normal', titleFontSize: 12 } },
+              x: { field: 'value', type: 'quantitative', scale: { domain: [0, row.top * 1.15], nice: false }, axis: { title: row.name, tickCount: 4, titleFontWeight: 'normal', titleFontSize: 12 } },
               color: { field: 'status', type: 'nominal', scale: status, legend: { title: 'status', orient: 'top' } },
             },
           },
           ...(row.goal === undefined ? [] : [{ mark: { type: 'rule' as const, strokeDash: [4, 3], strokeWidth: 2, color: '#222' }, encoding: { x: { field: 'goal', type: 'quantitative' as const } } }]),
-          {
-            mark: { type: 'text', align: 'left', baseline: 'middle', dx: 4, fontSize: 11 },
-            encoding: { x: { field: row.value === null ? 'at' : 'value', type: 'quantitative' }, text: { field: 'label', type: 'nominal' } },
-          },
+          // The label stands in a column right of the plot, clear of the bar and the rule.
+          { mark: { type: 'text', align: 'left', baseline: 'middle', fontSize: 11 }, encoding: { x: { value: BAR_WIDTH + 10 }, text: { field: 'label', type: 'nominal' } } },
         ],
       })),
       spacing: 8,
