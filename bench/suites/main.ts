@@ -52,12 +52,19 @@ async function writePage(results: Results, file: string): Promise<void> {
   process.stderr.write(`report written to ${out}\n`);
 }
 
-/** Reads results saved by `--json`, with a clear error for a file that is not one. */
-function readResults(file: string): Results {
-  const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const r = parsed as Partial<Results>;
-  if (typeof r !== 'object' || r === null || typeof r.meta !== 'object' || !Array.isArray(r.targets)) {
-    throw new Error(`${file} does not hold bench results (written by --json: an object with meta and targets)`);
+/** Results saved by `--json`, or a one-line reason why `file` does not give them. */
+function readResults(file: string): Results | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    // Not `instanceof Error`: an error from another realm (a vm context, jest) is one too.
+    const message = (err as { message?: unknown } | null)?.message;
+    return `cannot read results from ${file}: ${typeof message === 'string' ? message : String(err)}`;
+  }
+  const r = parsed as Partial<Results> | null;
+  if (typeof r !== 'object' || r === null || typeof r.meta !== 'object' || r.meta === null || !Array.isArray(r.targets)) {
+    return `${file} does not hold bench results (written by --json: an object with meta and targets)`;
   }
   return r as Results;
 }
@@ -83,7 +90,12 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (options['report-from'] !== undefined) {
-    await writePage(readResults(options['report-from']), options.report ?? path.join(RESULTS_DIR, 'report.html'));
+    const saved = readResults(options['report-from']);
+    if (typeof saved === 'string') {
+      process.stderr.write(`bench: ${saved}\n`);
+      return 2;
+    }
+    await writePage(saved, options.report ?? path.join(RESULTS_DIR, 'report.html'));
     return 0;
   }
   if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {

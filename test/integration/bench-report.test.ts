@@ -177,7 +177,7 @@ describe('bench report page', () => {
     expect(html).toMatch(/<figure id="chart-targets" class="chart">/);
   });
 
-  it('--report-from writes the page from saved results; a file that holds none is refused clearly', async () => {
+  it('--report-from writes the page from saved results; a file that is missing or holds none is refused in one line, exit status 2', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxv-report-'));
     const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
@@ -186,7 +186,12 @@ describe('bench report page', () => {
       expect(fs.readFileSync(out, 'utf8')).toBe(page);
       const bad = path.join(dir, 'bad.json');
       fs.writeFileSync(bad, '{"hello": 1}');
-      await expect(main(['--report-from', bad, '--report', out])).rejects.toThrow(/does not hold bench results/);
+      stderr.mockClear();
+      expect(await main(['--report-from', bad, '--report', out])).toBe(2);
+      expect(String(stderr.mock.calls[0]?.[0])).toMatch(/^bench: .*bad\.json does not hold bench results/);
+      stderr.mockClear();
+      expect(await main(['--report-from', path.join(dir, 'missing.json')])).toBe(2);
+      expect(String(stderr.mock.calls[0]?.[0])).toMatch(/^bench: cannot read results from .*missing\.json: ENOENT/);
     } finally {
       stderr.mockRestore();
       fs.rmSync(dir, { recursive: true, force: true });
