@@ -112,7 +112,7 @@ function perDepth(r: Results, measure: (run: { rate: number; consumerNsPerWc?: n
   return points;
 }
 
-function depthChart(r: Results, id: string, title: string, yTitle: string, yLog: boolean, measure: Parameters<typeof perDepth>[1]): Chart | MissingChart {
+function depthChart(r: Results, id: string, title: string, caption: string, yTitle: string, yLog: boolean, measure: Parameters<typeof perDepth>[1]): Chart | MissingChart {
   if (!r.throughput) return { id, title, why: 'the throughput suite did not run' };
   const points = perDepth(r, measure);
   if (points.length === 0) return { id, title, why: 'the run measured no unpaced throughput configuration' };
@@ -121,7 +121,7 @@ function depthChart(r: Results, id: string, title: string, yTitle: string, yLog:
   return {
     id,
     title,
-    caption: '',
+    caption,
     spec: {
       width: WIDTH,
       height: 260,
@@ -129,7 +129,7 @@ function depthChart(r: Results, id: string, title: string, yTitle: string, yLog:
       mark: { type: 'line', point: { size: 60, filled: true } },
       encoding: {
         x: { field: 'depth', type: 'quantitative', scale: { type: 'log', base: 2, domain: [depths[0], depths[depths.length - 1]], nice: false }, axis: { title: 'CQ depth (log scale)', values: depths, format: 'd' } },
-        y: { field: 'value', type: 'quantitative', scale: yLog ? { type: 'log' } : { zero: true }, axis: { title: yTitle, format: yLog ? '~s' : '~s' } },
+        y: { field: 'value', type: 'quantitative', scale: yLog ? { type: 'log' } : { zero: true }, axis: { title: yTitle, format: '~s' } },
         color: { field: 'variant', type: 'nominal', scale: variantColor(THROUGHPUT_VARIANTS, variants), legend: { title: 'variant', orient: 'right' } },
       },
     },
@@ -138,16 +138,14 @@ function depthChart(r: Results, id: string, title: string, yTitle: string, yLog:
 
 /** Wall-clock throughput of each variant against CQ depth (producer unlimited, best round). */
 export function throughputChart(r: Results): Chart | MissingChart {
-  const c = depthChart(r, 'throughput', 'Throughput against CQ depth', 'completions per second (best round)', false, (run) => run.rate);
-  if ('spec' in c) c.caption = 'WC/s of each variant with the producer unlimited, the best of interleaved rounds; native is the C++ event-mode drain loop, naive the one-callback-per-WC binding.';
-  return c;
+  const caption = 'WC/s of each variant with the producer unlimited, the best of interleaved rounds; native is the C++ event-mode drain loop, naive the one-callback-per-WC binding.';
+  return depthChart(r, 'throughput', 'Throughput against CQ depth', caption, 'completions per second (best round)', false, (run) => run.rate);
 }
 
 /** CPU the consumer's thread spent per WC, against CQ depth. */
 export function cpuChart(r: Results): Chart | MissingChart {
-  const c = depthChart(r, 'cpu', 'JS-thread CPU per WC against CQ depth', 'consumer-thread CPU per WC (ns, log scale)', true, (run) => run.consumerNsPerWc);
-  if ('spec' in c) c.caption = "CPU time of the consumer's thread per completion (the JS thread; the drain loop's thread for native), from the same runs as the throughput chart.";
-  return c;
+  const caption = "CPU time of the consumer's thread per completion (the JS thread; the drain loop's thread for native), from the same runs as the throughput chart.";
+  return depthChart(r, 'cpu', 'JS-thread CPU per WC against CQ depth', caption, 'consumer-thread CPU per WC (ns, log scale)', true, (run) => run.consumerNsPerWc);
 }
 
 /** The goal a target's text states (`>= 0.5`, `< 10`, `~0 (< 0.05)`), or undefined where it states none. */
