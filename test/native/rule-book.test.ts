@@ -5,8 +5,19 @@
  */
 import { refuseBusy, refuseBusyCq, refuseOverAck } from '../../src/core/refusals';
 import { virtualCq } from '../../src/testing';
-import { makePair, region, waitFor } from '../helpers/device';
+import type { Mr } from '../../src';
+import { makePair, Pair, region, waitFor } from '../helpers/device';
 import { caught } from './support';
+
+/** Sends A -> B and reads B's completion event from the channel, leaving it unacked; returns B's receive region. */
+async function readOneEventOnB(p: Pair): Promise<Mr> {
+  const recv = region(p.pd, 8);
+  p.b.postRecv({ wrId: 1, sg: { mr: recv } });
+  p.cqB.requestNotify();
+  p.a.postSend({ wrId: 2, sg: { mr: region(p.pd, 8) }, signaled: false });
+  expect(await waitFor(() => p.channel.tryGetEvent() !== undefined)).toBe(true);
+  return recv;
+}
 
 /** The parts of an error the rules fix. */
 function shape(err: unknown): Record<string, unknown> {
@@ -33,11 +44,7 @@ describe('one rule book for the addon and TS', () => {
   it('refuses to destroy a CQ with unacked events the same way on the device and on the virtual CQ', async () => {
     const p = makePair();
     try {
-      const recv = region(p.pd, 8);
-      p.b.postRecv({ wrId: 1, sg: { mr: recv } });
-      p.cqB.requestNotify();
-      p.a.postSend({ wrId: 2, sg: { mr: region(p.pd, 8) }, signaled: false });
-      expect(await waitFor(() => p.channel.tryGetEvent() !== undefined)).toBe(true);
+      await readOneEventOnB(p);
       p.b.close();
       const native = caught(() => p.cqB.close());
 
@@ -76,11 +83,7 @@ describe('one rule book for the addon and TS', () => {
 
   it('closes a context with every kind of child in the safe order, leaving nothing to refuse', async () => {
     const p = makePair();
-    const recv = region(p.pd, 8);
-    p.b.postRecv({ wrId: 1, sg: { mr: recv } });
-    p.cqB.requestNotify();
-    p.a.postSend({ wrId: 2, sg: { mr: region(p.pd, 8) }, signaled: false });
-    expect(await waitFor(() => p.channel.tryGetEvent() !== undefined)).toBe(true);
+    const recv = await readOneEventOnB(p);
     expect(p.cqB.unacked).toBe(1); // settled (acked) by the teardown before the CQ goes
     p.ctx.close();
     for (const o of [p.a, p.b, p.cqA, p.cqB, recv, p.pd, p.channel, p.ctx]) expect(o.closed).toBe(true);
