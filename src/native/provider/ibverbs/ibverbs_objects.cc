@@ -353,8 +353,9 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   std::lock_guard<std::mutex> lock(st_->mu);
   st_->children.Add(rules::Kind::kQp, qp.get());
   users.Add(rules::Kind::kQp);
+  // A QP is one user of a CQ it sends and receives on, as on the soft device.
   scq->users.Add(rules::Kind::kQp);
-  rcq->users.Add(rules::Kind::kQp);
+  if (rcq != scq) rcq->users.Add(rules::Kind::kQp);
   return qp;
 }
 
@@ -393,7 +394,7 @@ namespace {
 void drop_qp_refs(IbvQp* q) {
   if (q->pd_ != nullptr) q->pd_->users.Drop(rules::Kind::kQp);
   if (q->send_cq_ != nullptr) q->send_cq_->users.Drop(rules::Kind::kQp);
-  if (q->recv_cq_ != nullptr) q->recv_cq_->users.Drop(rules::Kind::kQp);
+  if (q->recv_cq_ != nullptr && q->recv_cq_ != q->send_cq_) q->recv_cq_->users.Drop(rules::Kind::kQp);
 }
 }  // namespace
 
