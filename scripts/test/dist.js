@@ -105,3 +105,13 @@ function ensureFreshDist(options = {}) {
 }
 
 module.exports = { ensureFreshDist, sources, sourceDigest };
+
+// `node scripts/test/dist.js`: the same, for what runs fixtures outside jest (the soak).
+if (require.main === module) {
+  try {
+    ensureFreshDist();
+  } catch (err) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+}

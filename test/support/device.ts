@@ -1,5 +1,6 @@
 /**
- * Test fixtures shared by the native suites. The device under test is
+ * The device under test and a connected pair on it, for the native and
+ * integration suites, and the waits they share. The device under test is
  * `RX_VERBS_TEST_DEVICE` (default `soft0`), so the same files run on the
  * soft device here and on `rxe0` inside the VM.
  */
