@@ -1,6 +1,6 @@
 import { spawn } from 'child_process';
 import * as path from 'path';
-import { scaled } from '../helpers/slow';
+import { scaled } from '../support/slow';
 
 const root = path.join(__dirname, '..', '..');
 
