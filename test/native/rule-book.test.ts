@@ -6,8 +6,8 @@
 import { refuseBusy, refuseBusyCq, refuseOverAck } from '../../src/core/refusals';
 import { virtualCq } from '../../src/testing';
 import type { Mr } from '../../src';
-import { makePair, Pair, region, waitFor } from '../helpers/device';
-import { caught } from './support';
+import { makePair, Pair, region, waitFor } from '../support/device';
+import { caught } from '../support/verbs-checks';
 
 /** Sends A -> B and reads B's completion event from the channel, leaving it unacked; returns B's receive region. */
 async function readOneEventOnB(p: Pair): Promise<Mr> {
