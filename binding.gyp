@@ -24,6 +24,7 @@
       "src/native/provider/soft/soft_mr.cc",
       "src/native/provider/soft/soft_pd.cc",
       "src/native/provider/soft/soft_qp.cc",
+      "src/native/rules/children.cc",
       "src/native/rules/refusals.cc",
       "src/native/rules/work_requests.cc",
       "src/native/util/batch_slab.cc",

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bench` / `node bench/run.js [--quick] [--json] [--only suites] ...`:
+// `npm run bench` / `node bench/run.js [--quick] [--json] [--report [file]] [--only suites] ...`:
 // 1. checks that dist/ is built (the suites use the package's public entry
 //    points, as users do: `npm run build:ts`);
 // 2. builds the native baselines (rx_verbs_bench.node, bench/native/addon.js);
@@ -19,7 +19,9 @@ const fail = (msg) => {
 
 if (!fs.existsSync(path.join(root, 'dist', 'index.js'))) fail('dist/ is not built; run `npm run build:ts` (or `npm install`) first');
 // The sanitizer run points at its own build (RX_VERBS_BENCH_ADDON): leave that alone.
-if (!process.env.RX_VERBS_BENCH_ADDON && addon.build() !== 0) fail(`building the native baselines failed; try ${addon.BUILD_HINT}`);
+// Drawing a page from saved results (--report-from) runs no baseline.
+const rendersOnly = process.argv.slice(2).some((a) => a === '--report-from' || a.startsWith('--report-from='));
+if (!process.env.RX_VERBS_BENCH_ADDON && !rendersOnly && addon.build() !== 0) fail(`building the native baselines failed; try ${addon.BUILD_HINT}`);
 const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
 if (spawnSync(tsc, ['-p', path.join(__dirname, 'tsconfig.json')], { stdio: 'inherit' }).status !== 0) fail('compiling the suites failed');
 

@@ -1,49 +1,50 @@
 #!/usr/bin/env node
-// `npm test`: builds the TypeScript, runs jest (arguments pass through), then
-// the real-kernel suite in the rxe VM (test/rxe) when CI is set or
-// RX_VERBS_RXE=1 — in CI it always runs, so it can never be skipped silently;
-// elsewhere it says that it did not run and how to run it.
-// Exits non-zero when either failed, including when jest itself was killed
+// The one runner for the test suites (its parts: scripts/test/).
+//
+//   node scripts/test.js [jest args]      `npm test`: dist/ from the current
+//       sources, jest (arguments pass through), then the real-kernel suite in
+//       the rxe VM (test/rxe) when CI is set or RX_VERBS_RXE=1 — in CI it
+//       always runs, so it can never be skipped silently; elsewhere it says
+//       that it did not run and how to run it.
+//   node scripts/test.js --asan [paths]   `npm run test:asan`: the native
+//       suites under ASan, UBSan and LSan (scripts/test/asan.js).
+//
+// Exits non-zero when a suite failed, including when jest itself was killed
 // (a native crash in a test file kills jest: it runs the tests in-process).
-// RX_VERBS_RESULTS_DIR=dir writes dir/jest.json and dir/rxe.json reports and
-// each one's exit status (dir/jest.exit, dir/rxe.exit) for CI's summary.
+// RX_VERBS_RESULTS_DIR=dir writes each suite's jest --json report
+// (dir/jest.json, dir/rxe.json, dir/asan.json) and its exit status
+// (dir/<suite>.exit) for CI's summary.
 'use strict';
-const { spawnSync } = require('child_process');
-const fs = require('fs');
-const os = require('os');
-const path = require('path');
+const { ensureFreshDist } = require('./test/dist');
+const { runJest } = require('./test/jest');
+const { rxeWanted, runRxe, noteRxeSkipped } = require('./test/rxe');
+const { runAsan } = require('./test/asan');
 
-const root = path.join(__dirname, '..');
-const results = process.env.RX_VERBS_RESULTS_DIR;
-const bin = (name) => path.join(root, 'node_modules', '.bin', name);
-
-/** Runs a command; returns its exit status, 128 + N when killed by signal N (as a shell says). */
-function run(name, cmd, args) {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
-  let status = r.status;
-  if (status === null) {
-    status = 128 + (os.constants.signals[r.signal] ?? 0);
-    process.stderr.write(`\n${name} was killed by ${r.signal ?? 'an error'} (exit status ${status}); it wrote no report\n`);
+/** `npm test`: jest, then rxe. */
+async function suites(jestArgs) {
+  try {
+    // Once here; jest's global set-up then finds dist/ fresh and builds nothing.
+    ensureFreshDist();
+  } catch (err) {
+    process.stderr.write(`${err.message}\n`);
+    return 1;
   }
-  if (results && name) fs.writeFileSync(path.resolve(results, `${name}.exit`), `${status}\n`);
-  return status;
+  const jestStatus = await runJest(jestArgs, { name: 'jest' });
+  let rxeStatus = 0;
+  if (rxeWanted()) rxeStatus = await runRxe();
+  else noteRxeSkipped();
+  return jestStatus || rxeStatus;
 }
 
-if (run(undefined, bin('tsc'), ['-p', 'tsconfig.build.json']) !== 0) process.exit(1);
-
-const jestArgs = process.argv.slice(2);
-if (results) jestArgs.push('--json', `--outputFile=${path.resolve(results, 'jest.json')}`);
-const jestStatus = run('jest', bin('jest'), jestArgs);
-
-const rxe = process.env.RX_VERBS_RXE ?? (process.env.CI ? '1' : '0');
-let rxeStatus = 0;
-if (rxe === '1') {
-  const rxeArgs = results ? ['--output', path.resolve(results, 'rxe.json')] : [];
-  rxeStatus = run('rxe', 'bash', [path.join(root, 'test', 'rxe', 'run.sh'), ...rxeArgs]);
-} else {
-  process.stdout.write(
-    '\nnote: the real-kernel suite (rxe0 in a QEMU VM) did not run here; `npm run test:rxe` runs it ' +
-      '(`sudo bash test/rxe/setup.sh` installs what it needs). CI always runs it.\n',
-  );
+async function main(argv) {
+  if (argv[0] === '--asan') return runAsan(argv.slice(1));
+  return suites(argv);
 }
-process.exit(jestStatus || rxeStatus);
+
+main(process.argv.slice(2)).then(
+  (status) => process.exit(status),
+  (err) => {
+    process.stderr.write(`${err.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

@@ -4,6 +4,7 @@ import { Subscription } from 'rxjs';
 import { ackEvents, batchCompletions, drainCq, openDevice, rearm, WcBatch, WC_OPCODES } from 'rx-verbs';
 import type { BenchHandle } from '../native/addon';
 import { fmt } from './format';
+import { HistogramBucket, logHistogram } from './histogram';
 import { RunConfig, native } from './rig';
 
 export interface LatencyStats {
@@ -14,6 +15,8 @@ export interface LatencyStats {
   p999: number;
   mean: number;
   min: number;
+  /** The distribution (log-spaced buckets, us); absent in results saved before it was kept. */
+  histogram?: HistogramBucket[];
 }
 
 export function stats(variant: string, us: Float64Array): LatencyStats {
@@ -21,7 +24,7 @@ export function stats(variant: string, us: Float64Array): LatencyStats {
   const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
   let sum = 0;
   for (const x of s) sum += x;
-  return { variant, samples: s.length, p50: at(0.5), p99: at(0.99), p999: at(0.999), mean: sum / s.length, min: s[0] };
+  return { variant, samples: s.length, p50: at(0.5), p99: at(0.99), p999: at(0.999), mean: sum / s.length, min: s[0], histogram: logHistogram(s) };
 }
 
 export type PingKind = 'fast' | 'operators' | 'spin';

@@ -8,14 +8,17 @@
  * Every variant of a suite is run in interleaved rounds and the best round
  * is kept (the machine is noisy); ratios come from the same run.
  * `--quick` finishes in under a minute; `--json` also writes
- * bench/results/latest.json (or `--out`). Needs `--expose-gc` (run.js
- * starts it so).
+ * bench/results/latest.json (or `--out`); `--report` writes the HTML page of
+ * bench/suites/page.ts (bench/results/report.html, or the file it names), and
+ * `--report-from results.json` writes it from saved results without running
+ * anything. Needs `--expose-gc` (run.js starts it so).
  * @packageDocumentation
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { parseArgs } from 'util';
-import { formatResults, runBench, SUITES, Suite } from './report';
+import { renderPage } from './page';
+import { formatResults, Results, runBench, SUITES, Suite } from './report';
 import type { RunConfig } from './rig';
 
 const USAGE = `npm run bench [-- options]
@@ -24,20 +27,58 @@ benchmarks against native baselines (throughput, event rate, latency, idle, memo
   --quick            short runs (under a minute)
   --json             also write the results as JSON (see --out)
   --out <file>       JSON file (default bench/results/latest.json)
+  --report [file]    also write an HTML page with charts (default bench/results/report.html)
+  --report-from <json>  write the page from saved results (--json's file) and run nothing
   --only <suites>    comma-separated suites: ${SUITES.join(',')}
   -d, --device <dev> soft device to run on (default soft0)
   -q, --quiet        no progress output
   -h, --help         show this help
 `;
 
+const RESULTS_DIR = path.join(__dirname, '..', 'results');
+
+/**
+ * `--report` takes an optional file: parseArgs has no such option type, so a
+ * bare `--report` (last, or followed by another option) gets the default.
+ */
+function withReportDefault(argv: string[]): string[] {
+  return argv.flatMap((a, i) => (a === '--report' && (i === argv.length - 1 || argv[i + 1].startsWith('-')) ? [a, path.join(RESULTS_DIR, 'report.html')] : [a]));
+}
+
+async function writePage(results: Results, file: string): Promise<void> {
+  const out = path.resolve(file);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, await renderPage(results));
+  process.stderr.write(`report written to ${out}\n`);
+}
+
+/** Results saved by `--json`, or a one-line reason why `file` does not give them. */
+function readResults(file: string): Results | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    // Not `instanceof Error`: an error from another realm (a vm context, jest) is one too.
+    const message = (err as { message?: unknown } | null)?.message;
+    return `cannot read results from ${file}: ${typeof message === 'string' ? message : String(err)}`;
+  }
+  const r = parsed as Partial<Results> | null;
+  if (typeof r !== 'object' || r === null || typeof r.meta !== 'object' || r.meta === null || !Array.isArray(r.targets)) {
+    return `${file} does not hold bench results (written by --json: an object with meta and targets)`;
+  }
+  return r as Results;
+}
+
 /** Runs the suites `argv` asks for; the process exit status. */
 export async function main(argv: string[]): Promise<number> {
   const { values: options } = parseArgs({
-    args: argv,
+    args: withReportDefault(argv),
     options: {
       quick: { type: 'boolean' },
       json: { type: 'boolean' },
       out: { type: 'string' },
+      report: { type: 'string' },
+      'report-from': { type: 'string' },
       only: { type: 'string' },
       device: { type: 'string', short: 'd', default: 'soft0' },
       quiet: { type: 'boolean', short: 'q' },
@@ -46,6 +87,15 @@ export async function main(argv: string[]): Promise<number> {
   });
   if (options.help) {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (options['report-from'] !== undefined) {
+    const saved = readResults(options['report-from']);
+    if (typeof saved === 'string') {
+      process.stderr.write(`bench: ${saved}\n`);
+      return 2;
+    }
+    await writePage(saved, options.report ?? path.join(RESULTS_DIR, 'report.html'));
     return 0;
   }
   if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
@@ -66,11 +116,12 @@ export async function main(argv: string[]): Promise<number> {
   const results = await runBench(cfg, only as Suite[]);
   process.stdout.write(`${formatResults(results)}\n`);
   if (options.json || options.out) {
-    const file = path.resolve(options.out ?? path.join(__dirname, '..', 'results', 'latest.json'));
+    const file = path.resolve(options.out ?? path.join(RESULTS_DIR, 'latest.json'));
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     process.stderr.write(`results written to ${file}\n`);
   }
+  if (options.report !== undefined) await writePage(results, options.report);
   return 0;
 }
 

@@ -149,11 +149,12 @@ export async function memory(cfg: RunConfig) {
   const after = snap();
   const rssGrowth = (after.rss - before.rss) / MB;
   const heapGrowth = (after.heapUsed - before.heapUsed) / MB;
-  const scale = 10_000_000 / run.wcs;
-  // Steady state: RSS slope over the second half of the run (after the heap
-  // and allocator reached their working size), per 10M WCs.
+  // Steady state: the RSS change over the second half of the run (after the
+  // heap and allocator reached their working size), as measured: never
+  // scaled to a count of WCs that did not run.
   const late = checkpoints.filter((c) => c.wcs >= run.wcs / 2);
-  const slope = late.length >= 2 ? (late[late.length - 1].rssMB - late[0].rssMB) / (late[late.length - 1].wcs - late[0].wcs) : NaN;
+  const lateRssMB = late.length >= 2 ? late[late.length - 1].rssMB - late[0].rssMB : NaN;
+  const lateWcs = late.length >= 2 ? late[late.length - 1].wcs - late[0].wcs : 0;
   cfg.log('allocations per WC (fast path, GC-free segments):');
   const alloc = await allocations(cfg);
   return {
@@ -162,10 +163,9 @@ export async function memory(cfg: RunConfig) {
     after,
     rssGrowthMB: rssGrowth,
     heapGrowthMB: heapGrowth,
-    // Linear extrapolation to 10M WCs (an upper bound: the growth after the warm-up is not per WC).
-    rssGrowthMBPer10M: rssGrowth * scale,
-    rssSteadySlopeMBPer10M: slope * 10_000_000,
-    heapGrowthMBPer10M: heapGrowth * scale,
+    /** RSS change (MB) over the second half of the run, and over how many WCs it was measured. */
+    rssSecondHalfMB: lateRssMB,
+    secondHalfWcs: lateWcs,
     checkpoints,
     allocations: alloc,
   };

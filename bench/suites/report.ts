@@ -26,7 +26,8 @@ export interface Results {
   idleCpuPercent?: number;
   rssGrowthMB?: number;
   allocsPerWc?: number;
-  targets: { name: string; target: string; value: number; met: boolean }[];
+  /** `value` undefined: the run was too short to measure it (`why` says so). */
+  targets: { name: string; target: string; value?: number; met: boolean; why?: string }[];
 }
 
 export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results> {
@@ -51,9 +52,9 @@ export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results
   }
   if (suites.includes('memory')) {
     results.memory = await memory(cfg);
-    // Full runs measure 10M WCs; quick runs add the steady-state slope over
-    // 10M WCs to the growth measured over 1M (the first part is warm-up).
-    results.rssGrowthMB = cfg.quick ? results.memory.rssGrowthMB + Math.max(0, results.memory.rssSteadySlopeMBPer10M) : results.memory.rssGrowthMB;
+    // The target is about 10M WCs: only a run that moved 10M measures it (a
+    // quick run's 1M says nothing about it, and is not scaled up).
+    if (results.memory.wcs >= 10_000_000) results.rssGrowthMB = results.memory.rssGrowthMB;
     results.allocsPerWc = results.memory.allocations.allocsPerWc;
   }
   if (suites.includes('operators')) results.operators = await operators(cfg);
@@ -80,6 +81,9 @@ export function targets(r: Results): Results['targets'] {
   add('latency spin p50 / event p50', '<= 0.5', r.latency?.spinP50OverEventP50, (v) => v <= 0.5);
   add('idle CPU (% of a core)', '< 1', r.idleCpuPercent, (v) => v < 1);
   add('RSS growth over 10M WCs (MB)', '< 5', r.rssGrowthMB, (v) => v < 5);
+  if (r.memory && r.rssGrowthMB === undefined) {
+    t.push({ name: 'RSS growth over 10M WCs (MB)', target: '< 5', met: false, why: `not measured: the run moved ${fmtRate(r.memory.wcs)} WCs` });
+  }
   add('allocations per WC (batch path)', '~0 (< 0.05)', r.allocsPerWc, (v) => v < 0.05);
   // p99.9, not max: on a shared machine the max is the scheduler's (the
   // idle baseline's max in the same run shows how much).
@@ -92,10 +96,26 @@ export function table(title: string, header: string[], rows: string[][]): string
   return formatTable(rows, header, title);
 }
 
-export function formatResults(r: Results): string {
+/**
+ * How formatResults lays out its tables and lines: as text for the terminal
+ * (the default), or as HTML for the report page (bench/suites/page.ts), so
+ * that both show the same figures from one place.
+ */
+export interface ResultsWriter {
+  table(title: string, header: string[], rows: string[][]): string;
+  line(text: string): string;
+  join(parts: string[]): string;
+}
+
+/** The terminal layout: bordered text tables, one block after another. */
+export const TEXT_WRITER: ResultsWriter = { table, line: (text) => text, join: (parts) => parts.join('\n') };
+
+export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): string {
+  // The writer's table() stands in for the module's, so each table below is written once for both layouts.
+  const { table, line } = writer;
   const out: string[] = [];
   const m = r.meta;
-  out.push(`rx-verbs bench (${m.quick ? 'quick' : 'full'}) on ${m.device}, node ${m.node}, ${m.cpus} CPUs, load ${(m.loadAverageBefore as number[]).map((x) => x.toFixed(1)).join(' ')}`);
+  out.push(line(`rx-verbs bench (${m.quick ? 'quick' : 'full'}) on ${m.device}, node ${m.node}, ${m.cpus} CPUs, load ${(m.loadAverageBefore as number[]).map((x) => x.toFixed(1)).join(' ')}`));
   if (r.throughput) {
     const rows = r.throughput.configs.map((c) => [
       `${c.depth}`,
@@ -132,7 +152,7 @@ export function formatResults(r: Results): string {
       ),
     );
   }
-  if (r.idle) out.push(`\n4. Idle: ${fmt(r.idle.cpuPercent, 3)}% of a core over ${r.idle.seconds} s (${r.idle.channels} channels, ${r.idle.cqs} CQs armed and subscribed, ${r.idle.wakeups} wakeups)`);
+  if (r.idle) out.push(line(`\n4. Idle: ${fmt(r.idle.cpuPercent, 3)}% of a core over ${r.idle.seconds} s (${r.idle.channels} channels, ${r.idle.cqs} CQs armed and subscribed, ${r.idle.wakeups} wakeups)`));
   if (r.memory) {
     const mm = r.memory;
     const a = mm.allocations as unknown as Record<string, number>;
@@ -142,8 +162,8 @@ export function formatResults(r: Results): string {
         ['RSS before / after (MB)', `${fmt(mm.before.rss / MB, 1)} / ${fmt(mm.after.rss / MB, 1)}`],
         ['heap used before / after (MB)', `${fmt(mm.before.heapUsed / MB, 2)} / ${fmt(mm.after.heapUsed / MB, 2)}`],
         ['RSS growth (MB)', fmt(mm.rssGrowthMB, 2)],
-        ['RSS growth scaled linearly to 10M WCs (MB)', fmt(mm.rssGrowthMBPer10M, 2)],
-        ['RSS steady-state slope over the 2nd half, per 10M WCs (MB)', fmt(mm.rssSteadySlopeMBPer10M, 2)],
+        [`RSS change over the 2nd half (${fmtRate(mm.secondHalfWcs)} WCs) (MB)`, fmt(mm.rssSecondHalfMB, 2)],
+        ['RSS growth over 10M WCs (MB)', mm.wcs >= 10_000_000 ? fmt(mm.rssGrowthMB, 2) : `not measured: this run moved ${fmtRate(mm.wcs)} (the full run moves 10M)`],
         ['heap growth (MB)', fmt(mm.heapGrowthMB, 3)],
         ['JS heap bytes per batch (fit)', fmt(a.heapBytesPerBatch, 0)],
         ['JS heap bytes per WC (fit)', fmt(a.heapBytesPerWc, 2)],
@@ -173,8 +193,8 @@ export function formatResults(r: Results): string {
     );
   }
   if (r.targets.length) {
-    out.push(table('\nTargets', ['target', 'goal', 'measured', 'met'], r.targets.map((t) => [t.name, t.target, fmt(t.value, 3), t.met ? 'yes' : 'NO'])));
+    out.push(table('\nTargets', ['target', 'goal', 'measured', 'met'], r.targets.map((t) => [t.name, t.target, t.value === undefined ? (t.why ?? 'not measured') : fmt(t.value, 3), t.value === undefined ? '-' : t.met ? 'yes' : 'NO'])));
   }
-  out.push(`\n${fmt(m.seconds as number, 1)} s`);
-  return out.join('\n');
+  out.push(line(`\n${fmt(m.seconds as number, 1)} s`));
+  return writer.join(out);
 }

@@ -57,7 +57,7 @@ ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
 
 void ChannelWrap::Close(bool force) {
   if (closed()) return;
-  if (!force) rules::RefuseBusyChannel(cqs_.size());
+  if (!force) rules::RefuseBusy(rules::Kind::kChannel, rules::Users::Of(rules::Kind::kCq, cqs_.size()));
   // The fd dies with the channel: stop reading it first, and read again if
   // the channel refuses to go.
   bool was_reading = poller_.Pause();

@@ -1,6 +1,7 @@
 import { asyncScheduler, Observable, ReplaySubject } from 'rxjs';
 import type { RunHelpers } from 'rxjs/testing';
 import { CqOverrunError } from '../core/errors';
+import { refuseBusyCq, refuseOverAck } from '../core/refusals';
 import type { CqLike } from '../core/types';
 import { WcBatch, WorkCompletionInit } from '../core/wc-batch';
 import { VirtualChannel } from './virtual-channel';
@@ -59,10 +60,11 @@ function atFrame(): string {
  *   `solicitedOnly`, the next solicited or error one) raises one event on
  *   the channel and disarms. Completions already queued raise nothing.
  * - `poll(max)` takes up to `max` completions as a `WcBatch`.
- * - `ack(n)` acks events read from the channel; acking more throws.
+ * - `ack(n)` acks events read from the channel; acking more is a
+ *   RangeError, with the native message.
  * - A completion arriving at a full CQ is an overrun: it is lost, and
  *   `poll`/`requestNotify` throw `CqOverrunError` from then on.
- * - `close()` fails while events are unacked (native: `EBUSY`); afterwards
+ * - `close()` fails while events are unacked (`EBUSY`, as natively); afterwards
  *   `requestNotify`/`poll`/`ack` throw (`EBADF`), and an event raised
  *   before the close that is read after it needs no ack (destroying a CQ
  *   discards its events).
@@ -181,9 +183,7 @@ export class VirtualCq implements CqLike {
   ack(n: number): void {
     this.ensureOpen('ack');
     if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`ack: n must be an integer >= 1, got ${n}`);
-    if (this.acked + n > this.read) {
-      throw new Error(`ack(${n}): only ${this.read - this.acked} events read from the channel are unacked`);
-    }
+    refuseOverAck(n, this.unacked);
     this.acked += n;
     this.ackLog.next(n);
   }
@@ -194,11 +194,7 @@ export class VirtualCq implements CqLike {
    */
   close(): void {
     if (this.isClosed) return;
-    if (this.unacked > 0) {
-      throw Object.assign(new Error(`cannot close CQ '${this.name}': ${this.unacked} event(s) read from the channel are not acked`), {
-        code: 'EBUSY',
-      });
-    }
+    refuseBusyCq(0, this.unacked, 0);
     this.isClosed = true;
     this.armed = false;
   }

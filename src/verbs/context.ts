@@ -115,12 +115,12 @@ export class Context {
 
   /** Allocates a protection domain (`ibv_alloc_pd`). */
   allocPd(): Pd {
-    return this.children.add(new Pd(this.native.allocPd(), this));
+    return this.children.add('PD', new Pd(this.native.allocPd(), this));
   }
 
   /** Creates a completion channel (`ibv_create_comp_channel`). */
   createCompChannel(): CompletionChannel {
-    return this.children.add(new CompletionChannel(this.native.createCompChannel(), this));
+    return this.children.add('completion channel', new CompletionChannel(this.native.createCompChannel(), this));
   }
 
   /** Creates a completion queue (`ibv_create_cq`). */
@@ -134,7 +134,7 @@ export class Context {
     }
     const vec = optInt(compVector, 'compVector', 0, 1024, 0);
     const native = this.native.createCq(cqe, channel ? channel.native : null, vec);
-    return this.children.add(new Cq(native, this, channel, context));
+    return this.children.add('CQ', new Cq(native, this, channel, context));
   }
 
   /** The async events stream, with default options. */
@@ -189,19 +189,12 @@ export class Context {
   }
 
   /**
-   * Closes everything made from this context in the safe order — QPs, CQs,
-   * channels, MRs and PDs — then the device (`ibv_close_device`). Idempotent.
+   * Closes everything made from this context in the safe teardown order
+   * (events acked first, then QPs, CQs, MRs, PDs and channels), then the
+   * device (`ibv_close_device`). Idempotent.
    */
   close(): void {
     if (this.native.closed) return;
-    // The safe order starts with acking: events read on the explicit path
-    // (tryGetEvent, or buffered by events$) would make the CQs refuse to go.
-    for (const child of this.childList()) {
-      if (child instanceof Cq && !child.closed && child.unacked > 0) child.ack(child.unacked);
-    }
-    for (const child of this.childList()) if (child instanceof Pd) child.closeQps();
-    this.children.closeAll((c) => c instanceof Cq);
-    this.children.closeAll((c) => c instanceof CompletionChannel);
     this.children.closeAll();
     this.native.close();
     this.asyncSource?.complete();
@@ -224,10 +217,6 @@ export class Context {
   /** @internal */
   forget(child: Pd | Cq | CompletionChannel): void {
     this.children.delete(child);
-  }
-
-  private childList(): unknown[] {
-    return this.children.list();
   }
 
   private readAsyncOne(): AsyncEvent | undefined {
@@ -253,7 +242,7 @@ export class Context {
     if (type === 'CQ_ERR' && cq) cq.fail(new CqOverrunError(`CQ overrun on ${this.deviceName} (depth ${cq.cqe})`, { cqe: cq.cqe }));
     if (type === 'DEVICE_FATAL' && !this.fatal) {
       this.fatal = new DeviceFatalError(`device ${this.deviceName} reported DEVICE_FATAL`, { device: this.deviceName });
-      for (const child of this.childList()) {
+      for (const child of this.children.list()) {
         if (child instanceof Cq) child.fail(this.fatal);
         if (child instanceof CompletionChannel) child.fail(this.fatal);
       }

@@ -166,6 +166,15 @@ export class Cq implements CqLike {
   }
 
   /**
+   * @internal Before its context's teardown: acks the events read on the
+   * explicit path (tryGetEvent, or buffered by events$), which would make
+   * the close refuse.
+   */
+  settle(): void {
+    if (this.unacked > 0) this.ack(this.unacked);
+  }
+
+  /**
    * Destroys the CQ (`ibv_destroy_cq`), flushing the acks the fast path
    * batched. Fails with `EBUSY` while QPs use it or events read explicitly
    * are not acked (libibverbs would block forever). Completes `completions$`.

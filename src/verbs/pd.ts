@@ -30,7 +30,8 @@ export class Pd {
   readonly native: NativePd;
   /** The context it was allocated on. */
   readonly context: Context;
-  private readonly children = new Children();
+  /** @internal Its MRs and QPs. */
+  readonly children = new Children();
 
   /** @internal */
   constructor(native: NativePd, context: Context) {
@@ -73,7 +74,7 @@ export class Pd {
     const view = ArrayBuffer.isView(buffer)
       ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength)
       : Buffer.from(buffer as ArrayBuffer);
-    return this.children.add(new Mr(native, this, view));
+    return this.children.add('MR', new Mr(native, this, view));
   }
 
   /**
@@ -98,7 +99,7 @@ export class Pd {
     if (typeof size !== 'number') throw new TypeError(`size must be a number of bytes, got ${describe(size)}`);
     const access = accessBits(options?.access ?? ['LOCAL_WRITE']);
     const { mr, buffer } = this.native.allocMemory(size, access);
-    return this.children.add(new Mr(mr, this, Buffer.from(buffer)));
+    return this.children.add('MR', new Mr(mr, this, Buffer.from(buffer)));
   }
 
   /** Creates a queue pair (`ibv_create_qp`, RC). */
@@ -112,7 +113,7 @@ export class Pd {
     const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
     const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll);
-    return this.children.add(new Qp(native, this, sendCq, recvCq));
+    return this.children.add('QP', new Qp(native, this, sendCq, recvCq));
   }
 
   /** Closes its QPs and MRs (newest first), then deallocates (`ibv_dealloc_pd`). Idempotent. */
@@ -121,11 +122,6 @@ export class Pd {
     this.children.closeAll();
     this.native.close();
     this.context.forget(this);
-  }
-
-  /** @internal Destroys its QPs first: they hold CQs the context closes next. */
-  closeQps(): void {
-    this.children.closeAll((child) => child instanceof Qp);
   }
 
   /** @internal */

@@ -1,5 +1,5 @@
 import { credits, HotSource, WcBatch } from '../../src';
-import { makePair, Pair, region, waitFor } from '../helpers/device';
+import { makePair, Pair, region, waitFor } from '../support/device';
 
 /** Posts signaled RDMA WRITEs from a to b, wr_ids 0, 1, 2, ... in order, gated by `gate()`. */
 function writer(p: Pair, total: number, gate: () => boolean) {

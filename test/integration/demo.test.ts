@@ -1,6 +1,6 @@
 import { spawn } from 'child_process';
 import * as path from 'path';
-import { scaled } from '../helpers/slow';
+import { scaled } from '../support/slow';
 
 const root = path.join(__dirname, '..', '..');
 
@@ -37,5 +37,14 @@ describe('npm start (the demo the README shows)', () => {
       expect(Number(row(r.stdout, key))).toBeGreaterThan(0);
     }
     expect(row(r.stdout, 'throughput')).toMatch(/^\d+(\.\d+)? MB\/s$/);
+    // Where the time went: the three parts add up to the run's seconds.
+    const seconds = Number(row(r.stdout, 'seconds'));
+    const parts = ['time in the pipeline', 'time filling payloads', 'time verifying payloads'].map((key) => {
+      const m = /^(\d+\.\d{3}) s \((\d+\.\d)%\)$/.exec(row(r.stdout, key) ?? '');
+      if (!m) throw new Error(`no '${key}' row in\n${r.stdout}`);
+      return Number(m[1]);
+    });
+    expect(parts[0]).toBeGreaterThan(0);
+    expect(Math.abs(parts.reduce((a, b) => a + b, 0) - seconds)).toBeLessThanOrEqual(0.003);
   }, scaled(120000));
 });

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as ts from 'typescript';
-import { scaled } from '../helpers/slow';
+import { scaled } from '../support/slow';
 
 /** The README's TypeScript blocks, each with the heading it sits under. */
 function readmeBlocks(): { heading: string; code: string }[] {

@@ -1,7 +1,7 @@
 import { firstValueFrom, timeout, take, toArray } from 'rxjs';
-import { makePair, region, waitFor, pollN, itSoft, Pair } from '../helpers/device';
-import { scaled } from '../helpers/slow';
-import { wcs, expectQuietAfter, roundTrip, throughMarker } from './support';
+import { makePair, region, waitFor, pollN, itSoft, Pair } from '../support/device';
+import { scaled } from '../support/slow';
+import { wcs, expectQuietAfter, roundTrip, throughMarker } from '../support/verbs-checks';
 import type { CqEvent, Cq, WcBatch } from '../../src';
 
 /**

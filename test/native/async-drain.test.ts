@@ -1,4 +1,4 @@
-import { lastJson, runFixture } from '../helpers/child-run';
+import { lastJson, runFixture } from '../support/fixture-child';
 
 // The fixture overruns CQs of the device under test with real traffic (three
 // signaled WRITEs into a CQ of depth 1): soft0 and rxe0 both raise CQ_ERR

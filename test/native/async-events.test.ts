@@ -1,7 +1,7 @@
 import { firstValueFrom, filter, timeout } from 'rxjs';
 import { createSoftDevice, openDevice, AsyncEvent, Context } from '../../src';
-import { makePair, region, waitFor, itSoft, expectThrow } from '../helpers/device';
-import { customPair, wcs, expectFreshPairWorks, caught } from './support';
+import { makePair, region, waitFor, itSoft, expectThrow } from '../support/device';
+import { wcs, expectFreshPairWorks, caught } from '../support/verbs-checks';
 
 let deviceSeq = 0;
 /** A soft device of its own, so a DEVICE_FATAL cannot touch any other test. */
@@ -17,7 +17,7 @@ function nextAsync(ctx: Context, type: string, ms = 3000): Promise<AsyncEvent> {
 
 describe('async events', () => {
   itSoft('CQ_ERR from an overrun arrives on asyncEvents$ with its Cq, and is acked (the CQ can be destroyed)', async () => {
-    const p = customPair({ splitCqs: true });
+    const p = makePair({ splitCqs: true });
     try {
       const got = nextAsync(p.ctx, 'CQ_ERR');
       p.ctx.faults.overrun(p.recvB);
@@ -35,7 +35,7 @@ describe('async events', () => {
   });
 
   itSoft('QP_FATAL names each QP on an overrun CQ, and is acked (the QP can be destroyed)', async () => {
-    const p = customPair({ splitCqs: true });
+    const p = makePair({ splitCqs: true });
     try {
       const got = nextAsync(p.ctx, 'QP_FATAL');
       p.ctx.faults.overrun(p.recvB);

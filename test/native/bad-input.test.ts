@@ -2,8 +2,8 @@ import { execFile } from 'child_process';
 import * as path from 'path';
 import { openDevice, createSoftDevice, listDevices, Mr, SendWr, RecvWr, AccessFlag } from '../../src';
 import { binding } from '../../src/native/binding';
-import { makePair, region, expectThrow, itSoft, TEST_DEVICE, IS_SOFT } from '../helpers/device';
-import { wcs, expectFreshPairWorks, sendOnce, localError, pastCapacityLength, expectPastCapacity } from './support';
+import { makePair, region, expectThrow, itSoft, TEST_DEVICE, IS_SOFT } from '../support/device';
+import { wcs, expectFreshPairWorks, sendOnce, localError, pastCapacityLength, expectPastCapacity } from '../support/verbs-checks';
 
 /** Casts garbage to whatever a parameter wants (the point of these tests). */
 const bad = <T>(v: unknown): T => v as T;

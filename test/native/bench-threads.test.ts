@@ -1,5 +1,5 @@
-import { itSoft } from '../helpers/device';
-import { lastJson, runFixture } from '../helpers/child-run';
+import { itSoft } from '../support/device';
+import { lastJson, runFixture } from '../support/fixture-child';
 import * as benchAddon from '../../bench/native/addon';
 
 /** Runs one scenario of the hostile-bench fixture and checks that the child ended normally. */

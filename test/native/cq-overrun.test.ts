@@ -1,8 +1,8 @@
 import { firstValueFrom, filter, timeout } from 'rxjs';
 import { credits } from '../../src/completion';
 import type { AsyncEvent, WcBatch } from '../../src';
-import { region, waitFor, sleep, itSoft, expectThrow, TEST_GID_INDEX, IS_SOFT } from '../helpers/device';
-import { customPair, CustomPair, wcs, expectQuiet } from './support';
+import { makePair, Pair, region, waitFor, sleep, itSoft, expectThrow, TEST_GID_INDEX, IS_SOFT } from '../support/device';
+import { wcs, expectQuiet } from '../support/verbs-checks';
 
 // The tests that overrun with real traffic run on every device. Where the
 // kernel's rxe (seen on 6.1) differs from the soft device, the test asserts
@@ -22,8 +22,8 @@ import { customPair, CustomPair, wcs, expectQuiet } from './support';
  * receive posted and rnrRetry is 7, so they wait), to be flushed on b's
  * healthy send CQ.
  */
-function setup(depth = 4): CustomPair & { n: number } {
-  const p = customPair({ splitCqs: true, cqe: 64 });
+function setup(depth = 4): Pair & { n: number } {
+  const p = makePair({ splitCqs: true, cqe: 64 });
   // Replace b's receive CQ with a shallow one: rebuild b on it.
   const shallow = p.ctx.createCq({ cqe: depth, channel: p.channel, context: 'shallow' });
   p.b.close();
@@ -37,7 +37,7 @@ function setup(depth = 4): CustomPair & { n: number } {
 }
 
 /** Posts everything that makes b's receive CQ take n + 1 completions at once. */
-function overrun(p: CustomPair & { n: number }): void {
+function overrun(p: Pair & { n: number }): void {
   const { n } = p;
   const dst = region(p.pd, 8 * (n + 3));
   const src = region(p.pd, 8, undefined, 1);
@@ -49,7 +49,7 @@ function overrun(p: CustomPair & { n: number }): void {
   p.a.postSend(Array.from({ length: n + 1 }, (_, i) => ({ wrId: 300 + i, sg: { mr: src } })));
 }
 
-function nextAsync(p: CustomPair, type: string, ms = 3000): Promise<AsyncEvent> {
+function nextAsync(p: Pair, type: string, ms = 3000): Promise<AsyncEvent> {
   return firstValueFrom(p.ctx.asyncEvents$.pipe(filter((e) => e.type === type), timeout({ first: ms })));
 }
 
@@ -148,7 +148,7 @@ describe('CQ overrun', () => {
   });
 
   itSoft('faults.overrun(cq): CQ_ERR, completions$ errors, the QP goes to ERR and flushes its other queue', async () => {
-    const p = customPair({ splitCqs: true, cqe: 64 });
+    const p = makePair({ splitCqs: true, cqe: 64 });
     try {
       const src = region(p.pd, 8);
       const dst = region(p.pd, 8 * 4);
@@ -204,7 +204,7 @@ describe('CQ overrun', () => {
   });
 
   it('posting gated by credits never overruns: 2000 SENDs through CQs of depth 8', async () => {
-    const p = customPair({ splitCqs: true, cqe: 8, cap: { maxSendWr: 16, maxRecvWr: 16 } });
+    const p = makePair({ splitCqs: true, cqe: 8, cap: { maxSendWr: 16, maxRecvWr: 16 } });
     try {
       const total = 2000;
       const errors: AsyncEvent[] = [];

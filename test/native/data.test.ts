@@ -2,8 +2,8 @@ import { randomBytes } from 'crypto';
 import { Subscription } from 'rxjs';
 import { ackEvents, rearm, drainCq, WcBatch, WC_FLAGS, WC_OPCODES, SendWr } from '../../src';
 import { credits } from '../../src/completion';
-import { makePair, waitFor, Pair } from '../helpers/device';
-import { scaled } from '../helpers/slow';
+import { makePair, waitFor, Pair } from '../support/device';
+import { scaled } from '../support/slow';
 
 /**
  * How long a stream may take before it counts as stalled (waitFor scales it

@@ -9,9 +9,9 @@ import { execFile, execFileSync } from 'child_process';
 import * as path from 'path';
 import { AsyncEvent, Context, WcBatch, createSoftDevice, defaultDeviceName, listDevices, openDevice } from '../../src';
 import { devices } from '../../src/cli/devices/command';
-import { IS_SOFT, TEST_DEVICE, makePair, pollN, region, waitFor } from '../helpers/device';
-import { scaled } from '../helpers/slow';
-import { caught } from './support';
+import { IS_SOFT, TEST_DEVICE, makePair, pollN, region, waitFor } from '../support/device';
+import { scaled } from '../support/slow';
+import { caught } from '../support/verbs-checks';
 
 const itSoft = IS_SOFT ? it : it.skip;
 const ROOT = path.join(__dirname, '..', '..');

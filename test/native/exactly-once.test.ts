@@ -1,7 +1,7 @@
 import { config, map, Observable, OperatorFunction, pipe, Subscription } from 'rxjs';
 import { ackEvents, drainCq, rearm, WcBatch } from '../../src';
 import type { Cq, CqEvent } from '../../src';
-import { itSoft, makePair, Pair, region, waitFor } from '../helpers/device';
+import { itSoft, makePair, Pair, region, waitFor } from '../support/device';
 
 /**
  * Issue 10 on the device: every event read from a channel is acked exactly

@@ -21,9 +21,9 @@ import {
   rearm,
 } from '../../src';
 import { binding } from '../../src/native/binding';
-import { IS_SOFT, Pair, expectThrow, makePair, region, waitFor } from '../helpers/device';
-import { scaled } from '../helpers/slow';
-import { MARKER, expectFreshPairWorks, roundTrip } from './support';
+import { IS_SOFT, Pair, expectThrow, makePair, region, waitFor } from '../support/device';
+import { scaled } from '../support/slow';
+import { MARKER, expectFreshPairWorks, roundTrip } from '../support/verbs-checks';
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
 

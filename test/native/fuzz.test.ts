@@ -6,9 +6,9 @@
  * `node test/soak/fuzz-long.js --calls 100000`, which keeps going after a
  * crash and reports every one).
  */
-import { IS_SOFT } from '../helpers/device';
-import { FixtureResult, runFixture } from '../helpers/fixture-child';
-import { scaled } from '../helpers/slow';
+import { IS_SOFT } from '../support/device';
+import { FixtureResult, runFixture } from '../support/fixture-child';
+import { scaled } from '../support/slow';
 
 const LONG = process.env.RX_VERBS_FUZZ_CALLS ? Number(process.env.RX_VERBS_FUZZ_CALLS) : undefined;
 /** Fixed seeds of the normal run; each child runs CALLS_EACH calls. */

@@ -1,8 +1,8 @@
 import * as fs from 'fs';
 import { hasIbverbs, listDevices, openDevice, defaultDeviceName } from '../../src';
 import { binding } from '../../src/native/binding';
-import { expectThrow, IS_SOFT } from '../helpers/device';
-import { expectFreshPairWorks } from './support';
+import { expectThrow, IS_SOFT } from '../support/device';
+import { expectFreshPairWorks } from '../support/verbs-checks';
 
 const HEADERS = fs.existsSync('/usr/include/infiniband/verbs.h');
 /** Whether this machine has RDMA devices through the kernel (the rxe VM does). */

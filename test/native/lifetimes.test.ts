@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
 import { openDevice } from '../../src';
-import { TEST_DEVICE, IS_SOFT, CHILD_HANG_MS, makePair, region, sleep } from '../helpers/device';
+import { TEST_DEVICE, IS_SOFT, CHILD_HANG_MS, makePair, region, sleep } from '../support/device';
 
 const fixture = (name: string) => path.join(__dirname, '..', 'fixtures', name);
 const openFds = () => fs.readdirSync('/proc/self/fd').length;

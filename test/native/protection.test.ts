@@ -1,6 +1,6 @@
 import { randomBytes } from 'crypto';
-import { makePair, region, expectThrow, Pair } from '../helpers/device';
-import { guarded, wcs, expectQuietAfter, expectFreshPairWorks, localError } from './support';
+import { makePair, region, expectThrow, Pair } from '../support/device';
+import { guarded, wcs, expectQuietAfter, expectFreshPairWorks, localError } from '../support/verbs-checks';
 import type { AccessFlag, WcStatus } from '../../src';
 
 const ALL: AccessFlag[] = ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ'];

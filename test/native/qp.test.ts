@@ -1,7 +1,7 @@
 import { randomBytes } from 'crypto';
 import { openDevice, WC_FLAGS } from '../../src';
-import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../helpers/device';
-import { customPair, wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from './support';
+import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../support/device';
+import { wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from '../support/verbs-checks';
 
 // ibv_qp_attr_mask bits (as in verbs.h).
 const M = {
@@ -297,7 +297,7 @@ describe('QP operations', () => {
   });
 
   it('sqSigAll makes every send complete, whatever signaled says', async () => {
-    const p = customPair({ sqSigAllA: true });
+    const p = makePair({ sqSigAllA: true });
     try {
       const src = region(p.pd, 8, undefined, 1);
       const dst = region(p.pd, 8 * 3);

@@ -5,7 +5,7 @@
  * (test/fixtures/receiver-tags-child.js): a cast of the wrong object would
  * crash it, and the test sees the signal.
  */
-import { expectCleanExit, FixtureResult, runFixture } from '../helpers/fixture-child';
+import { expectCleanExit, FixtureResult, runFixture } from '../support/fixture-child';
 
 interface Report {
   members: string[];

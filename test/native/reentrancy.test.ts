@@ -6,7 +6,7 @@
  * use-after-free. Run in a child (test/fixtures/reentrancy-child.js), which
  * names each case on stderr so a crash points at it.
  */
-import { expectCleanExit, FixtureResult, runFixture } from '../helpers/fixture-child';
+import { expectCleanExit, FixtureResult, runFixture } from '../support/fixture-child';
 
 interface Report {
   cases: string[];

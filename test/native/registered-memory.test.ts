@@ -11,7 +11,7 @@
  */
 import { execFile } from 'child_process';
 import * as path from 'path';
-import { itSoft } from '../helpers/device';
+import { itSoft } from '../support/device';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'registered-memory.js');
 

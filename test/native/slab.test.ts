@@ -1,4 +1,4 @@
-import { lastJson, runFixture } from '../helpers/child-run';
+import { lastJson, runFixture } from '../support/fixture-child';
 
 interface CqStats {
   expected: number;
@@ -16,7 +16,7 @@ interface SlabRun {
 
 /** Runs the slab fixture in a child and checks it ended normally with every completion of both CQs. */
 async function run(mode: string): Promise<SlabRun> {
-  const r = await runFixture('slab-transfer.js', [mode, '40'], []);
+  const r = await runFixture('slab-transfer.js', [mode, '40'], { nodeArgs: [] });
   expect(r.signal).toBeNull();
   expect(r.stderr).not.toMatch(/Invalid typed array length|FATAL ERROR|terminate called/);
   expect(r.code).toBe(0);

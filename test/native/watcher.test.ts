@@ -1,7 +1,7 @@
 import { execFile } from 'child_process';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
-import { makePair, region, waitFor, itSoft, sleep, expectThrow, IS_SOFT, CHILD_HANG_MS } from '../helpers/device';
+import { makePair, region, waitFor, itSoft, sleep, expectThrow, IS_SOFT, CHILD_HANG_MS } from '../support/device';
 import { CqEvent, Cq } from '../../src';
 
 const fixture = (name: string) => path.join(__dirname, '..', 'fixtures', name);

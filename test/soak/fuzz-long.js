@@ -4,7 +4,7 @@
 // (default 4), seeds --seed, --seed+1, ... A crash (signal / sanitizer exit
 // code) or hang does not stop it: it is reported with the run to replay
 // (node --expose-gc test/fixtures/fuzz-child.js --seed S --run R --verbose)
-// and the next chunk starts. Needs dist/ (npm run build:ts).
+// and the next chunk starts. Needs dist/ (`npm run fuzz:long` builds it).
 //   node test/soak/fuzz-long.js --calls 100000
 // Exit 1 if any chunk crashed, hung or broke an invariant.
 'use strict';

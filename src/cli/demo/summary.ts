@@ -7,6 +7,12 @@ export interface DemoSummary {
   bytes: number;
   seconds: number;
   mbPerSec: number;
+  /** Seconds spent writing payloads into the send buffer (memcpy from a ramp). */
+  fillSeconds: number;
+  /** Seconds spent checking received payloads (memcmp against the ramp). */
+  verifySeconds: number;
+  /** The rest of `seconds`: posting, the device, and the rx-verbs pipeline. */
+  pipelineSeconds: number;
   events: number;
   completions: number;
   wcsPerEvent: number;
@@ -27,6 +33,9 @@ export function summaryRows(s: DemoSummary): [string, string][] {
     ['bytes', String(s.bytes)],
     ['seconds', s.seconds.toFixed(3)],
     ['throughput', `${s.mbPerSec.toFixed(1)} MB/s`],
+    ['time in the pipeline', `${s.pipelineSeconds.toFixed(3)} s (${pct(s.pipelineSeconds, s.seconds)})`],
+    ['time filling payloads', `${s.fillSeconds.toFixed(3)} s (${pct(s.fillSeconds, s.seconds)})`],
+    ['time verifying payloads', `${s.verifySeconds.toFixed(3)} s (${pct(s.verifySeconds, s.seconds)})`],
     ['completion events', String(s.events)],
     ['work completions', String(s.completions)],
     ['WCs per event', s.wcsPerEvent.toFixed(2)],
@@ -34,4 +43,8 @@ export function summaryRows(s: DemoSummary): [string, string][] {
     ['arms', String(s.arms)],
     ['channel wakeups', String(s.wakeups)],
   ];
+}
+
+function pct(part: number, whole: number): string {
+  return `${((part / whole) * 100).toFixed(1)}%`;
 }

@@ -30,13 +30,24 @@ void RefuseUnknownAsyncAck(bool delivered) {
                    "this event was not delivered by this context or is already acked");
 }
 
-void RefuseBusyChannel(size_t cqs) {
-  if (cqs) Busy("ibv_destroy_comp_channel", Count(cqs, "CQ(s) still use this completion channel: close them first"));
+void RefuseBusy(Kind self, const Users& users) {
+  if (!users.any()) return;
+  std::string list;
+  size_t listed = 0, kinds = 0;
+  for (size_t i = 0; i < kKinds; ++i) kinds += users[static_cast<Kind>(i)] != 0;
+  for (size_t i = 0; i < kKinds; ++i) {
+    const Kind k = static_cast<Kind>(i);
+    if (!users[k]) continue;
+    if (listed) list += ++listed == kinds ? " and " : ", ";
+    else ++listed;
+    list += Count(users[k], (std::string(Noun(k)) + "(s)").c_str());
+  }
+  Busy(DestroyVerb(self), list + " still use this " + Noun(self) + ": close them first");
 }
 
-void RefuseBusyCq(size_t qps, uint64_t unacked_events, size_t unacked_async) {
-  const char* verb = "ibv_destroy_cq";
-  if (qps) Busy(verb, Count(qps, "QP(s) still use this CQ"));
+void RefuseBusyCq(const Users& users, uint64_t unacked_events, size_t unacked_async) {
+  RefuseBusy(Kind::kCq, users);
+  const char* verb = DestroyVerb(Kind::kCq);
   if (unacked_events) {
     Busy(verb, Count(unacked_events,
                      "events not acknowledged (ack every event read from the channel; "
@@ -47,21 +58,8 @@ void RefuseBusyCq(size_t qps, uint64_t unacked_events, size_t unacked_async) {
 
 void RefuseBusyQp(size_t unacked_async) {
   if (unacked_async) {
-    Busy("ibv_destroy_qp", Count(unacked_async, "async event(s) naming this QP not acknowledged"));
+    Busy(DestroyVerb(Kind::kQp), Count(unacked_async, "async event(s) naming this QP not acknowledged"));
   }
-}
-
-void RefuseBusyPd(size_t mrs, size_t qps) {
-  if (mrs || qps) {
-    Busy("ibv_dealloc_pd", Count(mrs, "MR(s) and ") + Count(qps, "QP(s) still use this PD"));
-  }
-}
-
-void RefuseBusyContext(const OpenChildren& o) {
-  if (!(o.pds || o.cqs || o.channels || o.qps || o.mrs)) return;
-  Busy("ibv_close_device", Count(o.qps, "QP(s), ") + Count(o.cqs, "CQ(s), ") +
-                               Count(o.mrs, "MR(s), ") + Count(o.pds, "PD(s) and ") +
-                               Count(o.channels, "channel(s) still open"));
 }
 
 }  // namespace rules

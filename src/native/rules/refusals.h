@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "rules/children.h"
+
 namespace rxv {
 namespace rules {
 
@@ -25,17 +27,12 @@ void RefuseOverAck(uint64_t n, uint64_t unacked);
 // ibv_ack_async_event of an event this context did not deliver, or twice.
 void RefuseUnknownAsyncAck(bool delivered);
 
-// Each of these throws VerbsError(EBUSY, the destroy verb, the one message)
-// when the count says the object is still in use.
-void RefuseBusyChannel(size_t cqs);
-void RefuseBusyCq(size_t qps, uint64_t unacked_events, size_t unacked_async);
+// These throw VerbsError(EBUSY, the destroy verb, the one message) while
+// the object is still in use. Which objects use which, and the generic
+// refusal RefuseBusy(kind, users), are in rules/children.h; a CQ and a QP
+// are also busy while events naming them are unacked.
+void RefuseBusyCq(const Users& qps, uint64_t unacked_events, size_t unacked_async);
 void RefuseBusyQp(size_t unacked_async);
-void RefuseBusyPd(size_t mrs, size_t qps);
-// What a context still has open, by kind (a provider may not count them all).
-struct OpenChildren {
-  size_t pds = 0, cqs = 0, channels = 0, qps = 0, mrs = 0;
-};
-void RefuseBusyContext(const OpenChildren& open);
 
 }  // namespace rules
 }  // namespace rxv

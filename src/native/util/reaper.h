@@ -1,6 +1,7 @@
 // Tracks live native objects so the environment's teardown can close them,
-// newest first: children are always created after their parents, so reverse
-// creation order is the safe destroy order (QP, CQ, channel, MR, PD, context).
+// newest first. An object is always created after everything it uses, so
+// reverse creation order honours every edge of the rule book's teardown
+// order (rules/children.h) without the reaper knowing any kind.
 #pragma once
 
 #include <algorithm>

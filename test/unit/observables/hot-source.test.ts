@@ -2,7 +2,7 @@ import { Subscription, take } from 'rxjs';
 import { HotSource, HotSourceDriver, HotSourceOptions } from '../../../src/observables/hot-source';
 import { spinTake } from '../../../src/observables/spin-take';
 import { BufferOverflowError } from '../../../src/core/errors';
-import { scaled } from '../../helpers/slow';
+import { scaled } from '../../support/slow';
 
 /** A driver that records start/stop and serves pull() from a "native" queue. */
 function makeDriver<T>(native: T[] = []) {

@@ -2,7 +2,7 @@ import { map, take, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ackEvents } from '../../../src/operators';
 import { expectAcks, VirtualCq } from '../../../src/testing';
-import { byCq, serviced, twoCqs } from '../helpers/virtual-loop';
+import { byCq, serviced, twoCqs } from '../../support/virtual-loop';
 
 /**
  * @test {ackEvents} — on the testing kit's virtual channel and CQs: events

@@ -2,7 +2,7 @@ import { asyncScheduler, map, share, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { batchCompletions } from '../../../src/operators';
 import { WcBatch } from '../../../src/core/wc-batch';
-import { batchOf, ids } from '../helpers/fake-cq';
+import { batchOf, ids } from '../../support/wc-batches';
 
 /** @test {batchCompletions} */
 describe('batchCompletions', () => {

@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, drainCq, rearm } from '../../../src/operators';
 import { VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
 import { CqOverrunError } from '../../../src/core/errors';
-import { twoCqs } from '../helpers/virtual-loop';
+import { twoCqs } from '../../support/virtual-loop';
 
 /** @test {drainCq} — on the testing kit's virtual channel and CQs, in the canonical loop. */
 describe('drainCq', () => {

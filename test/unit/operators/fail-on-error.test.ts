@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { failOnError } from '../../../src/operators';
 import { WorkCompletionError } from '../../../src/core/errors';
 import { WcBatch } from '../../../src/core/wc-batch';
-import { batchOf, ids } from '../helpers/fake-cq';
+import { batchOf, ids } from '../../support/wc-batches';
 
 /** @test {failOnError} */
 describe('failOnError', () => {

@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { ackEvents, rearm } from '../../../src/operators';
 import { expectArms, VirtualCq, virtualCq } from '../../../src/testing';
 import { CqOverrunError } from '../../../src/core/errors';
-import { byCq, twoCqs } from '../helpers/virtual-loop';
+import { byCq, twoCqs } from '../../support/virtual-loop';
 
 /** @test {rearm} — on the testing kit's virtual channel and CQs, which model arming. */
 describe('rearm', () => {

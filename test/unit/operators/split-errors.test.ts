@@ -2,7 +2,7 @@ import { map, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { splitErrors } from '../../../src/operators';
 import { WcBatch } from '../../../src/core/wc-batch';
-import { batchOf, ids } from '../helpers/fake-cq';
+import { batchOf, ids } from '../../support/wc-batches';
 
 /** @test {splitErrors} */
 describe('splitErrors', () => {

@@ -21,7 +21,7 @@ IbvContext::IbvContext(const Api* api, ibv_context* ctx, DeviceInfo info)
 
 IbvContext::~IbvContext() {
   // Environment teardown: release children still alive in the safe order
-  // (QP, CQ, MR, PD, channel), ack pending events, close. Children outliving
+  // (rules/children.h), ack pending events, close. Children outliving
   // us see null handles and only unregister.
   std::lock_guard<std::mutex> lock(st_->mu);
   st_->teardown_locked();
@@ -100,7 +100,7 @@ std::unique_ptr<Pd> IbvContext::alloc_pd() {
   if (pd == nullptr) fail(errno, "ibv_alloc_pd", st_->device);
   std::lock_guard<std::mutex> lock(st_->mu);
   auto out = std::make_unique<IbvPd>(st_, pd);
-  st_->pds.insert(out.get());
+  st_->children.Add(rules::Kind::kPd, out.get());
   return out;
 }
 
@@ -118,7 +118,7 @@ std::unique_ptr<Channel> IbvContext::create_channel() {
   }
   std::lock_guard<std::mutex> lock(st_->mu);
   auto out = std::make_unique<IbvChannel>(st_, ch);
-  st_->channels.insert(out.get());
+  st_->children.Add(rules::Kind::kChannel, out.get());
   return out;
 }
 
@@ -128,9 +128,8 @@ std::unique_ptr<Cq> IbvContext::create_cq(int cqe, Channel* channel,
   IbvChannel* ch = nullptr;
   if (channel != nullptr) {
     std::lock_guard<std::mutex> lock(st_->mu);
-    for (IbvChannel* c : st_->channels)
-      if (static_cast<Channel*>(c) == channel) ch = c;
-    if (ch == nullptr || ch->raw() == nullptr)
+    ch = dynamic_cast<IbvChannel*>(channel);
+    if (ch == nullptr || !st_->children.Has(rules::Kind::kChannel, ch) || ch->raw() == nullptr)
       fail(EINVAL, "ibv_create_cq",
            "the channel is not a live channel of this device context");
   }
@@ -149,8 +148,8 @@ std::unique_ptr<Cq> IbvContext::create_cq(int cqe, Channel* channel,
              std::to_string(ctx->num_comp_vectors - 1) + ")");
   cq->attach(raw);
   std::lock_guard<std::mutex> lock(st_->mu);
-  st_->cqs.insert(cq.get());
-  if (ch != nullptr) ++ch->cq_count;
+  st_->children.Add(rules::Kind::kCq, cq.get());
+  if (ch != nullptr) ch->users.Add(rules::Kind::kCq);
   return cq;
 }
 
@@ -179,7 +178,7 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
   switch (ev.event_type) {
     case IBV_EVENT_CQ_ERR: {
       auto* c = static_cast<IbvCq*>(ev.element.cq->cq_context);
-      if (st_->cqs.count(c) != 0) out->cq = c, named = c;
+      if (st_->children.Has(rules::Kind::kCq, c)) out->cq = c, named = c;
       break;
     }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR:
@@ -187,7 +186,7 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
     case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED: {
       auto* q = static_cast<IbvQp*>(ev.element.qp->qp_context);
-      if (st_->qps.count(q) != 0) out->qp = q, named = q;
+      if (st_->children.Has(rules::Kind::kQp, q)) out->qp = q, named = q;
       break;
     }
     case IBV_EVENT_PORT_ACTIVE: case IBV_EVENT_PORT_ERR:
@@ -215,13 +214,7 @@ void IbvContext::ack_async_event(const AsyncEvent& e) {
 void IbvContext::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (st_->ctx == nullptr) return;
-  rules::OpenChildren open;
-  open.qps = st_->qps.size();
-  open.cqs = st_->cqs.size();
-  open.mrs = st_->mrs.size();
-  open.pds = st_->pds.size();
-  open.channels = st_->channels.size();
-  rules::RefuseBusyContext(open);
+  rules::RefuseBusy(rules::Kind::kContext, st_->children.Open());
   st_->ack_pending_locked(nullptr);
   errno = 0;
   int ret = st_->api->close_device(st_->ctx);

@@ -42,24 +42,18 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-template <typename T>
-T* find_as(const std::set<T*>& set, const void* p) {
-  for (T* x : set)
-    if (static_cast<const void*>(x) == p) return x;
-  return nullptr;
-}
-
 }  // namespace
 
 void ContextState::forget_parent_locked(const void* p) noexcept {
-  for (IbvQp* q : qps) {
+  using rules::Kind;
+  for (IbvQp* q : children.List<IbvQp>(Kind::kQp)) {
     if (q->pd_ == p) q->pd_ = nullptr;
     if (q->send_cq_ == p) q->send_cq_ = nullptr;
     if (q->recv_cq_ == p) q->recv_cq_ = nullptr;
   }
-  for (IbvMr* m : mrs)
+  for (IbvMr* m : children.List<IbvMr>(Kind::kMr))
     if (m->pd_ == p) m->pd_ = nullptr;
-  for (IbvCq* c : cqs)
+  for (IbvCq* c : children.List<IbvCq>(Kind::kCq))
     if (c->channel_ == p) c->channel_ = nullptr;
   for (OrphanCq& o : orphan_cqs)
     if (o.channel == p) o.channel = nullptr;
@@ -72,7 +66,7 @@ void ContextState::retry_orphans_locked() noexcept {
       ++it;
       continue;
     }
-    if (it->channel != nullptr) --it->channel->cq_count;
+    if (it->channel != nullptr) it->channel->users.Drop(rules::Kind::kCq);
     it = orphan_cqs.erase(it);
   }
   for (auto it = orphan_channels.begin(); it != orphan_channels.end();)
@@ -81,11 +75,7 @@ void ContextState::retry_orphans_locked() noexcept {
 
 void ContextState::teardown_locked() noexcept {
   if (ctx == nullptr) return;
-  for (IbvQp* q : qps) q->release_locked();
-  for (IbvCq* c : cqs) c->release_locked();
-  for (IbvMr* m : mrs) m->release_locked();
-  for (IbvPd* p : pds) p->release_locked();
-  for (IbvChannel* ch : channels) ch->release_locked();
+  children.Teardown([](rules::Kind, IbvChild* c) { c->release_locked(); });
   retry_orphans_locked();
   ack_pending_locked(nullptr);
   api->close_device(ctx);  // also frees whatever a failed release left
@@ -100,7 +90,7 @@ IbvChannel::IbvChannel(StatePtr st, ibv_comp_channel* ch)
 IbvChannel::~IbvChannel() {
   std::lock_guard<std::mutex> lock(st_->mu);
   release_locked();
-  st_->channels.erase(this);
+  st_->children.Remove(rules::Kind::kChannel, this);
   st_->forget_parent_locked(this);
 }
 
@@ -137,11 +127,11 @@ bool IbvChannel::get_event(Cq** cq) {
 void IbvChannel::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (ch_ == nullptr) return;
-  rules::RefuseBusyChannel(cq_count);
+  rules::RefuseBusy(rules::Kind::kChannel, users);
   int ret = st_->api->destroy_comp_channel(ch_);
   if (ret != 0) fail(ret, "ibv_destroy_comp_channel", "");
   ch_ = nullptr;
-  st_->channels.erase(this);
+  st_->children.Remove(rules::Kind::kChannel, this);
 }
 
 // ---- CQ --------------------------------------------------------------------
@@ -152,7 +142,7 @@ IbvCq::IbvCq(StatePtr st, IbvChannel* channel)
 IbvCq::~IbvCq() {
   std::lock_guard<std::mutex> lock(st_->mu);
   release_locked();
-  st_->cqs.erase(this);
+  st_->children.Remove(rules::Kind::kCq, this);
   st_->forget_parent_locked(this);
 }
 
@@ -165,7 +155,7 @@ void IbvCq::release_locked() noexcept {
     // Fails (EBUSY) while QPs use it: then it waits for them as an orphan.
     st_->orphan_cqs.push_back({cq_, channel_});
   } else {
-    if (channel_ != nullptr) --channel_->cq_count;
+    if (channel_ != nullptr) channel_->users.Drop(rules::Kind::kCq);
     st_->retry_orphans_locked();  // it may have been a channel's last CQ
   }
   cq_ = nullptr;
@@ -234,13 +224,13 @@ void IbvCq::ack_events(uint32_t n) {
 void IbvCq::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (cq_ == nullptr) return;
-  rules::RefuseBusyCq(qp_count, events.unacked(), st_->pending_async.Naming(this));
+  rules::RefuseBusyCq(users, events.unacked(), st_->pending_async.Naming(this));
   int ret = st_->api->destroy_cq(cq_);
   if (ret != 0) fail(ret, "ibv_destroy_cq", "");
-  if (channel_ != nullptr) --channel_->cq_count;
+  if (channel_ != nullptr) channel_->users.Drop(rules::Kind::kCq);
   st_->retry_orphans_locked();
   cq_ = nullptr;
-  st_->cqs.erase(this);
+  st_->children.Remove(rules::Kind::kCq, this);
 }
 
 // ---- MR --------------------------------------------------------------------
@@ -258,12 +248,12 @@ IbvMr::IbvMr(StatePtr st, IbvPd* pd, ibv_mr* mr, uint32_t access)
 IbvMr::~IbvMr() {
   std::lock_guard<std::mutex> lock(st_->mu);
   release_locked();
-  st_->mrs.erase(this);
+  st_->children.Remove(rules::Kind::kMr, this);
 }
 
 void IbvMr::release_locked() noexcept {
   if (mr_ == nullptr) return;
-  if (st_->api->dereg_mr(mr_) == 0 && pd_ != nullptr) --pd_->mr_count;
+  if (st_->api->dereg_mr(mr_) == 0 && pd_ != nullptr) pd_->users.Drop(rules::Kind::kMr);
   mr_ = nullptr;
 }
 
@@ -272,9 +262,9 @@ void IbvMr::destroy() {
   if (mr_ == nullptr) return;
   int ret = st_->api->dereg_mr(mr_);
   if (ret != 0) fail(ret, "ibv_dereg_mr", "lkey " + hex(lkey_));
-  if (pd_ != nullptr) --pd_->mr_count;
+  if (pd_ != nullptr) pd_->users.Drop(rules::Kind::kMr);
   mr_ = nullptr;
-  st_->mrs.erase(this);
+  st_->children.Remove(rules::Kind::kMr, this);
 }
 
 // ---- PD --------------------------------------------------------------------
@@ -284,7 +274,7 @@ IbvPd::IbvPd(StatePtr st, ibv_pd* pd) : st_(std::move(st)), pd_(pd) {}
 IbvPd::~IbvPd() {
   std::lock_guard<std::mutex> lock(st_->mu);
   release_locked();
-  st_->pds.erase(this);
+  st_->children.Remove(rules::Kind::kPd, this);
   st_->forget_parent_locked(this);
 }
 
@@ -313,8 +303,8 @@ std::unique_ptr<Mr> IbvPd::reg_mr(void* addr, size_t length,
              hex(access));
   std::lock_guard<std::mutex> lock(st_->mu);
   auto out = std::make_unique<IbvMr>(st_, this, mr, access);
-  st_->mrs.insert(out.get());
-  ++mr_count;
+  st_->children.Add(rules::Kind::kMr, out.get());
+  users.Add(rules::Kind::kMr);
   return out;
 }
 
@@ -324,9 +314,10 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   IbvCq* rcq;
   {
     std::lock_guard<std::mutex> lock(st_->mu);
-    scq = find_as(st_->cqs, static_cast<const void*>(init.send_cq));
-    rcq = find_as(st_->cqs, static_cast<const void*>(init.recv_cq));
-    if (scq == nullptr || rcq == nullptr || scq->raw() == nullptr ||
+    scq = dynamic_cast<IbvCq*>(init.send_cq);
+    rcq = dynamic_cast<IbvCq*>(init.recv_cq);
+    if (scq == nullptr || rcq == nullptr || !st_->children.Has(rules::Kind::kCq, scq) ||
+        !st_->children.Has(rules::Kind::kCq, rcq) || scq->raw() == nullptr ||
         rcq->raw() == nullptr)
       fail(EINVAL, "ibv_create_qp",
            "send_cq and recv_cq must be live CQs of the same device context");
@@ -360,21 +351,22 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   // ibv_create_qp wrote the actual capacities back into ia.cap.
   qp->attach(raw, ia.cap);
   std::lock_guard<std::mutex> lock(st_->mu);
-  st_->qps.insert(qp.get());
-  ++qp_count;
-  ++scq->qp_count;
-  ++rcq->qp_count;
+  st_->children.Add(rules::Kind::kQp, qp.get());
+  users.Add(rules::Kind::kQp);
+  // A QP is one user of a CQ it sends and receives on, as on the soft device.
+  scq->users.Add(rules::Kind::kQp);
+  if (rcq != scq) rcq->users.Add(rules::Kind::kQp);
   return qp;
 }
 
 void IbvPd::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (pd_ == nullptr) return;
-  rules::RefuseBusyPd(mr_count, qp_count);
+  rules::RefuseBusy(rules::Kind::kPd, users);
   int ret = st_->api->dealloc_pd(pd_);
   if (ret != 0) fail(ret, "ibv_dealloc_pd", "");
   pd_ = nullptr;
-  st_->pds.erase(this);
+  st_->children.Remove(rules::Kind::kPd, this);
 }
 
 // ---- QP --------------------------------------------------------------------
@@ -385,7 +377,7 @@ IbvQp::IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq)
 IbvQp::~IbvQp() {
   std::lock_guard<std::mutex> lock(st_->mu);
   release_locked();
-  st_->qps.erase(this);
+  st_->children.Remove(rules::Kind::kQp, this);
 }
 
 void IbvQp::attach(ibv_qp* qp, const ibv_qp_cap& cap) {
@@ -400,9 +392,9 @@ void IbvQp::attach(ibv_qp* qp, const ibv_qp_cap& cap) {
 
 namespace {
 void drop_qp_refs(IbvQp* q) {
-  if (q->pd_ != nullptr) --q->pd_->qp_count;
-  if (q->send_cq_ != nullptr) --q->send_cq_->qp_count;
-  if (q->recv_cq_ != nullptr) --q->recv_cq_->qp_count;
+  if (q->pd_ != nullptr) q->pd_->users.Drop(rules::Kind::kQp);
+  if (q->send_cq_ != nullptr) q->send_cq_->users.Drop(rules::Kind::kQp);
+  if (q->recv_cq_ != nullptr && q->recv_cq_ != q->send_cq_) q->recv_cq_->users.Drop(rules::Kind::kQp);
 }
 }  // namespace
 
@@ -595,7 +587,7 @@ void IbvQp::destroy() {
   drop_qp_refs(this);
   st_->retry_orphans_locked();  // it may have been an orphan CQ's last QP
   qp_ = nullptr;
-  st_->qps.erase(this);
+  st_->children.Remove(rules::Kind::kQp, this);
 }
 
 }  // namespace ibv

@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "../provider.h"
 #include "ibverbs_loader.h"
 #include "rules/async_ledger.h"
+#include "rules/children.h"
 #include "rules/event_ledger.h"
 
 namespace rxv {
@@ -36,6 +36,15 @@ class IbvQp;
 // errno-style failure -> VerbsError (err 0 becomes EIO so codes are never 0).
 [[noreturn]] void fail(int err, const char* verb, const std::string& detail);
 
+// What every object of this provider is to its context's registry: a child
+// the context's teardown releases (rules::Registry walks them in the safe
+// order). Caller holds the context's mu.
+class IbvChild {
+ public:
+  virtual ~IbvChild() = default;
+  virtual void release_locked() noexcept = 0;
+};
+
 // Shared by a context and all its children. Outlives the Context object while
 // children exist (they hold it through shared_ptr).
 struct ContextState {
@@ -43,18 +52,14 @@ struct ContextState {
   ibv_context* ctx = nullptr;  // null once closed
   std::string device;          // name, for messages
   std::mutex mu;
-  std::set<IbvQp*> qps;
-  std::set<IbvCq*> cqs;
-  std::set<IbvMr*> mrs;
-  std::set<IbvPd*> pds;
-  std::set<IbvChannel*> channels;
+  rules::Registry<IbvChild> children;
   // Handles whose wrapper went away (GC finalizers run in any order) while
   // other objects still used them, so their destroy verb said EBUSY. They
   // are destroyed once their users are (retry_orphans_locked): a channel
   // is a file descriptor of its own, which closing the device does not close.
   struct OrphanCq {
     ibv_cq* cq;
-    IbvChannel* channel;  // its wrapper, for cq_count; null once gone
+    IbvChannel* channel;  // its wrapper, for its users; null once gone
   };
   std::vector<OrphanCq> orphan_cqs;
   std::vector<ibv_comp_channel*> orphan_channels;
@@ -62,8 +67,8 @@ struct ContextState {
   // AsyncEvent::native points at one), by the IbvCq or IbvQp they name.
   rules::AsyncLedger<ibv_async_event*> pending_async;
 
-  // Releases every child still registered (QPs, CQs, MRs, PDs, channels, in
-  // that order), acks pending events and closes the device. Best effort,
+  // Releases every child still registered, in the rule book's teardown
+  // order, acks pending events and closes the device. Best effort,
   // never throws. Caller holds mu.
   void teardown_locked() noexcept;
   // Parent `p` is going away: null every child's pointer to it.
@@ -85,7 +90,7 @@ using StatePtr = std::shared_ptr<ContextState>;
 // Thrown by any verb on an object whose context was torn down under it.
 [[noreturn]] void fail_closed(const char* verb);
 
-class IbvChannel final : public Channel {
+class IbvChannel final : public Channel, public IbvChild {
  public:
   IbvChannel(StatePtr st, ibv_comp_channel* ch);
   ~IbvChannel() override;
@@ -94,15 +99,15 @@ class IbvChannel final : public Channel {
   void destroy() override;
 
   ibv_comp_channel* raw() const { return ch_; }
-  void release_locked() noexcept;  // context teardown; st_->mu held
-  uint32_t cq_count = 0;           // CQs created on it (guarded by st_->mu)
+  void release_locked() noexcept override;  // context teardown; st_->mu held
+  rules::Users users;                       // its CQs (guarded by st_->mu)
 
  private:
   StatePtr st_;
   ibv_comp_channel* ch_;
 };
 
-class IbvCq final : public Cq {
+class IbvCq final : public Cq, public IbvChild {
  public:
   IbvCq(StatePtr st, IbvChannel* channel);
   ~IbvCq() override;
@@ -117,11 +122,11 @@ class IbvCq final : public Cq {
   Channel* channel() const override { return channel_; }
 
   ibv_cq* raw() const { return cq_; }
-  void release_locked() noexcept;
+  void release_locked() noexcept override;
   // Bookkeeping (guarded by st_->mu except `events`, which only the
   // owning thread touches through get_event/ack_events).
   rules::EventLedger events;    // completion events got and acked
-  uint32_t qp_count = 0;        // QPs using this CQ (send or recv)
+  rules::Users users;           // QPs using this CQ (send or recv)
   IbvChannel* channel_;         // null when none (or orphaned)
 
  private:
@@ -129,7 +134,7 @@ class IbvCq final : public Cq {
   ibv_cq* cq_ = nullptr;
 };
 
-class IbvMr final : public Mr {
+class IbvMr final : public Mr, public IbvChild {
  public:
   IbvMr(StatePtr st, IbvPd* pd, ibv_mr* mr, uint32_t access);
   ~IbvMr() override;
@@ -140,7 +145,7 @@ class IbvMr final : public Mr {
   uint32_t access() const override { return access_; }
   void destroy() override;
 
-  void release_locked() noexcept;
+  void release_locked() noexcept override;
   IbvPd* pd_;  // nulled if the PD object goes away first
 
  private:
@@ -151,7 +156,7 @@ class IbvMr final : public Mr {
   size_t length_;
 };
 
-class IbvQp final : public Qp {
+class IbvQp final : public Qp, public IbvChild {
  public:
   IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq);
   ~IbvQp() override;
@@ -166,7 +171,7 @@ class IbvQp final : public Qp {
   void destroy() override;
 
   ibv_qp* raw() const { return qp_; }
-  void release_locked() noexcept;
+  void release_locked() noexcept override;
   // Parents; nulled if their objects go away first (contract violation at
   // teardown), so a late destructor never touches freed memory.
   IbvPd* pd_;
@@ -184,7 +189,7 @@ class IbvQp final : public Qp {
   std::vector<ibv_sge> sges_;
 };
 
-class IbvPd final : public Pd {
+class IbvPd final : public Pd, public IbvChild {
  public:
   IbvPd(StatePtr st, ibv_pd* pd);
   ~IbvPd() override;
@@ -194,9 +199,8 @@ class IbvPd final : public Pd {
   void destroy() override;
 
   ibv_pd* raw() const { return pd_; }
-  void release_locked() noexcept;
-  uint32_t mr_count = 0;  // st_->mu
-  uint32_t qp_count = 0;  // st_->mu
+  void release_locked() noexcept override;
+  rules::Users users;  // its MRs and QPs (st_->mu)
 
  private:
   StatePtr st_;

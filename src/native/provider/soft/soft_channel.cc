@@ -50,7 +50,7 @@ static void release(ChCore* c) {
     c->q.clear();
     c->efd.close();
   }
-  c->ctx->chans.erase(c);
+  c->ctx->children.Remove(rules::Kind::kChannel, c);
   c->handle = nullptr;
 }
 
@@ -58,7 +58,7 @@ void SoftChannel::destroy() {
   Lock g(fabric_mutex());
   ChCore* c = core.get();
   if (c->dead) return;
-  rules::RefuseBusyChannel(c->ncqs);
+  rules::RefuseBusy(rules::Kind::kChannel, c->users);
   release(c);
 }
 

@@ -39,8 +39,7 @@ void make_fatal(CtxCore* c) {
   if (c->fatal.load() || c->closed) return;
   c->fatal.store(true, std::memory_order_release);
   raise_async(c, async_event::DEVICE_FATAL, nullptr, nullptr, 0);
-  std::vector<QpCore*> qps(c->qps.begin(), c->qps.end());
-  for (QpCore* q : qps) qp_to_error(q, kNoEvent);
+  for (QpCore* q : c->children.List<QpCore>(rules::Kind::kQp)) qp_to_error(q, kNoEvent);
   bump_routes();
 }
 
@@ -108,7 +107,7 @@ std::unique_ptr<Pd> SoftContext::alloc_pd() {
   check_alive(core.get(), "ibv_alloc_pd");
   auto p = std::make_shared<PdCore>();
   p->ctx = core;
-  core->pds.insert(p.get());
+  core->children.Add(rules::Kind::kPd, p.get());
   return std::make_unique<SoftPd>(std::move(p));
 }
 
@@ -119,7 +118,7 @@ std::unique_ptr<Channel> SoftContext::create_channel() {
   auto ch = std::make_shared<ChCore>();
   ch->ctx = core;
   ch->efd.open("ibv_create_comp_channel");
-  core->chans.insert(ch.get());
+  core->children.Add(rules::Kind::kChannel, ch.get());
   auto h = std::make_unique<SoftChannel>(ch);
   ch->handle = h.get();
   return h;
@@ -146,8 +145,8 @@ std::unique_ptr<Cq> SoftContext::create_cq(int cqe, Channel* channel, int comp_v
   cq->ch = ch;
   cq->depth = uint32_t(cqe);
   cq->ring.resize(cq->depth);
-  if (ch) ++ch->ncqs;
-  core->cqs.insert(cq.get());
+  if (ch) ch->users.Add(rules::Kind::kCq);
+  core->children.Add(rules::Kind::kCq, cq.get());
   auto h = std::make_unique<SoftCq>(cq);
   cq->handle = h.get();
   return h;
@@ -159,19 +158,23 @@ std::unique_ptr<Cq> SoftContext::create_cq(int cqe, Channel* channel, int comp_v
 static void close_locked(CtxCore* c, bool force) {
   if (force) {
     c->fatal.store(true, std::memory_order_release);
-    for (QpCore* q : std::vector<QpCore*>(c->qps.begin(), c->qps.end())) {
-      qp_unroute(q);
-      Lock l(q->mu);
-      q->state = qp_state::ERR;
-    }
-    for (MrCore* m : std::vector<MrCore*>(c->mrs.begin(), c->mrs.end())) {
-      auto& tbl = c->dev->mrs;
-      auto it = tbl.find(m->key);
-      if (it != tbl.end() && it->second == m) tbl.erase(it);
-      m->registered = false;
-      --m->pd->nmrs;
-    }
-    c->mrs.clear();
+    // In the safe order; only QPs and MRs are reachable from the fabric.
+    c->children.Teardown([c](rules::Kind k, ChildCore* child) {
+      if (k == rules::Kind::kQp) {
+        auto* q = static_cast<QpCore*>(child);
+        qp_unroute(q);
+        Lock l(q->mu);
+        q->state = qp_state::ERR;
+      } else if (k == rules::Kind::kMr) {
+        auto* m = static_cast<MrCore*>(child);
+        auto& tbl = c->dev->mrs;
+        auto it = tbl.find(m->key);
+        if (it != tbl.end() && it->second == m) tbl.erase(it);
+        m->registered = false;
+        m->pd->users.Drop(rules::Kind::kMr);
+        c->children.Remove(k, child);
+      }
+    });
   }
   c->closed = true;
   auto& v = c->dev->contexts;
@@ -189,11 +192,7 @@ void SoftContext::teardown(bool force) {
     Lock g(fabric_mutex());
     if (!c->closed) {
       if (!force) {
-        rules::OpenChildren open;
-        open.pds = c->pds.size();
-        open.cqs = c->cqs.size();
-        open.channels = c->chans.size();
-        rules::RefuseBusyContext(open);
+        rules::RefuseBusy(rules::Kind::kContext, c->children.Open());
       }
       close_locked(c, force);
     }

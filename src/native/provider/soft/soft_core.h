@@ -48,6 +48,7 @@
 
 #include "../provider.h"
 #include "rules/async_ledger.h"
+#include "rules/children.h"
 #include "rules/event_ledger.h"
 
 namespace rxv {
@@ -136,6 +137,10 @@ void bump_routes();
 // there (unknown LID/GID or QP, QP not in RTR/RTS, port down, device dead).
 QpCore* route(QpCore* s);
 
+// The common base of the cores a context lists as its children
+// (rules::Registry casts down from it by kind).
+struct ChildCore {};
+
 // ---- context -------------------------------------------------------------
 struct CtxCore {
   std::shared_ptr<DeviceCore> dev;
@@ -154,12 +159,8 @@ struct CtxCore {
   std::atomic<uint32_t> delay_us{0};
   bool dup_events = false;  // G
 
-  // Children (G). QPs and MRs are also listed here for teardown.
-  std::unordered_set<PdCore*> pds;
-  std::unordered_set<ChCore*> chans;
-  std::unordered_set<CqCore*> cqs;
-  std::unordered_set<QpCore*> qps;
-  std::unordered_set<MrCore*> mrs;
+  // Children (G), every kind: QPs and MRs too, though a PD also counts them.
+  rules::Registry<ChildCore> children;
 
   // Async events (amu).
   std::mutex amu;
@@ -176,10 +177,10 @@ void async_purge(CtxCore* c, const void* obj);
 void make_fatal(CtxCore* c);
 
 // ---- channel -------------------------------------------------------------
-struct ChCore {
+struct ChCore : ChildCore {
   std::shared_ptr<CtxCore> ctx;
   Channel* handle = nullptr;  // G
-  uint32_t ncqs = 0;          // G
+  rules::Users users;         // G: its CQs
   std::mutex mu;
   bool dead = false;  // mu (and G)
   EventFd efd;
@@ -189,7 +190,7 @@ struct ChCore {
 void ch_push(ChCore* ch, CqCore* cq, int times);
 
 // ---- completion queue ------------------------------------------------------
-struct CqCore {
+struct CqCore : ChildCore {
   std::shared_ptr<CtxCore> ctx;
   std::shared_ptr<ChCore> ch;
   Cq* handle = nullptr;  // G
@@ -227,14 +228,13 @@ void cq_publish(CqCore* cq);
 void cq_overrun(CqCore* cq);
 
 // ---- protection domain and memory regions ---------------------------------
-struct PdCore {
+struct PdCore : ChildCore {
   std::shared_ptr<CtxCore> ctx;
-  uint32_t nmrs = 0;  // G
-  uint32_t nqps = 0;  // G
+  rules::Users users;  // G: its MRs and QPs
   bool dead = false;  // G
 };
 
-struct MrCore {
+struct MrCore : ChildCore {
   std::shared_ptr<PdCore> pd;
   uint64_t addr = 0;
   uint64_t length = 0;
@@ -270,7 +270,7 @@ struct RecvSlot {
   uint32_t nsge = 0;
 };
 
-struct QpCore {
+struct QpCore : ChildCore {
   std::shared_ptr<CtxCore> ctx;
   std::shared_ptr<PdCore> pd;
   std::shared_ptr<CqCore> scq;

@@ -148,14 +148,17 @@ void SoftCq::ack_events(uint32_t n) {
 // G held. force: the handle is going away regardless (destructor).
 static void release(CqCore* c, bool force) {
   CtxCore* ctx = c->ctx.get();
-  if (!force) rules::RefuseBusyCq(c->qps.size(), 0, async_unacked(ctx, c->handle));
+  if (!force) {
+    rules::RefuseBusyCq(rules::Users::Of(rules::Kind::kQp, c->qps.size()), 0,
+                        async_unacked(ctx, c->handle));
+  }
   if (ChCore* ch = c->ch.get()) {
     Lock l(ch->mu);
-    if (!force) rules::RefuseBusyCq(0, c->events.unacked(), 0);
+    if (!force) rules::RefuseBusyCq({}, c->events.unacked(), 0);
     // Pending events of this CQ die with it, as in the kernel.
     ch->q.erase(std::remove(ch->q.begin(), ch->q.end(), c), ch->q.end());
     if (ch->q.empty()) ch->efd.reset();
-    --ch->ncqs;
+    ch->users.Drop(rules::Kind::kCq);
   }
   async_purge(ctx, c->handle);
   {
@@ -163,7 +166,7 @@ static void release(CqCore* c, bool force) {
     c->dead = true;
     c->armed = false;
   }
-  ctx->cqs.erase(c);
+  ctx->children.Remove(rules::Kind::kCq, c);
   c->handle = nullptr;
 }
 

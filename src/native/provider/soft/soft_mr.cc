@@ -13,8 +13,8 @@ static void release(MrCore* m) {
   auto it = dev->mrs.find(m->key);
   if (it != dev->mrs.end() && it->second == m) dev->mrs.erase(it);
   m->registered = false;
-  --m->pd->nmrs;
-  m->pd->ctx->mrs.erase(m);
+  m->pd->users.Drop(rules::Kind::kMr);
+  m->pd->ctx->children.Remove(rules::Kind::kMr, m);
 }
 
 void SoftMr::destroy() {

@@ -33,8 +33,8 @@ std::unique_ptr<Mr> SoftPd::reg_mr(void* addr, size_t length, uint32_t access) {
   m->key = dev->new_key();
   dev->mrs.emplace(m->key, m.get());
   m->registered = true;
-  ++p->nmrs;
-  p->ctx->mrs.insert(m.get());
+  p->users.Add(rules::Kind::kMr);
+  p->ctx->children.Add(rules::Kind::kMr, m.get());
   return std::make_unique<SoftMr>(std::move(m));
 }
 
@@ -44,16 +44,16 @@ void SoftPd::destroy() {
   Lock g(fabric_mutex());
   PdCore* p = core.get();
   if (p->dead) return;
-  rules::RefuseBusyPd(p->nmrs, p->nqps);
+  rules::RefuseBusy(rules::Kind::kPd, p->users);
   p->dead = true;
-  p->ctx->pds.erase(p);
+  p->ctx->children.Remove(rules::Kind::kPd, p);
 }
 
 SoftPd::~SoftPd() {
   Lock g(fabric_mutex());
   if (!core->dead) {
     core->dead = true;
-    core->ctx->pds.erase(core.get());
+    core->ctx->children.Remove(rules::Kind::kPd, core.get());
   }
 }
 

@@ -186,8 +186,8 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
   q->registered = true;
   scq->qps.push_back(q.get());
   if (rcq != scq) rcq->qps.push_back(q.get());
-  ++pd->nqps;
-  ctx->qps.insert(q.get());
+  pd->users.Add(rules::Kind::kQp);
+  ctx->children.Add(rules::Kind::kQp, q.get());
   bump_routes();
   auto h = std::make_unique<SoftQp>(q);
   q->handle = h.get();
@@ -450,8 +450,8 @@ static void release(QpCore* q) {
     if (q->scq == q->rcq) break;
   }
   clear_queues(q);
-  --q->pd->nqps;
-  ctx->qps.erase(q);
+  q->pd->users.Drop(rules::Kind::kQp);
+  ctx->children.Remove(rules::Kind::kQp, q);
   {
     Lock l(q->mu);
     q->state = qp_state::RESET;

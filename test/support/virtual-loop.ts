@@ -1,7 +1,7 @@
 import { MonoTypeOperatorFunction, tap } from 'rxjs';
 import type { RunHelpers } from 'rxjs/testing';
-import { VirtualChannel, virtualChannel, VirtualCq, virtualCq, VirtualCqOptions } from '../../../src/testing';
-import type { CqEvent } from '../../../src/core/types';
+import { VirtualChannel, virtualChannel, VirtualCq, virtualCq, VirtualCqOptions } from '../../src/testing';
+import type { CqEvent } from '../../src/core/types';
 
 /** Two virtual CQs, contexts 'A' and 'B', sharing one channel; both armed once, as a loop starts. */
 export function twoCqs(

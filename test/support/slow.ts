@@ -5,7 +5,7 @@
  * machine stretches every one of them alike instead of failing at random.
  *
  * RX_VERBS_SLOW=<n> sets it. Without it: 4 under the sanitizer build
- * (RX_VERBS_ASAN, which scripts/test-asan.sh sets: several times slower),
+ * (RX_VERBS_ASAN, which `npm run test:asan` sets: several times slower),
  * 2 in CI (a shared 2-core machine), else 1.
  */
 function slowFactor(env: NodeJS.ProcessEnv): number {
@@ -16,6 +16,7 @@ function slowFactor(env: NodeJS.ProcessEnv): number {
   return 1;
 }
 
+/** The factor every remaining time bound is multiplied by (see above). */
 export const SLOW = slowFactor(process.env);
 
 /** `ms` stretched by the slow-machine factor. */

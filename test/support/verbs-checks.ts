@@ -1,10 +1,13 @@
 /**
- * Helpers shared by the soft-device semantic suites (arm, cq-overrun, qp,
- * protection, async-events, data, bad-input). Not a test file itself.
+ * Checks the native semantic suites (arm, cq-overrun, qp, protection,
+ * async-events, faults, bad-input, ...) make on live verbs objects: memory
+ * with canaries, round trips that prove the device got past a point,
+ * one-off transfers, and what the device under test may answer where
+ * devices differ. The pair they run on comes from ./device.
  */
 import { randomBytes } from 'crypto';
-import { Context, Cq, Mr, Pd, Qp, WorkCompletion, AccessFlag, ConnectOptions, QpCapOptions, WcStatus, openDevice } from '../../src';
-import { makePair, pollN, sleep, waitFor, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT, Pair } from '../helpers/device';
+import { Context, Cq, Mr, Pd, Qp, WorkCompletion, AccessFlag, WcStatus } from '../../src';
+import { makePair, pollN, sleep, waitFor, IS_SOFT } from './device';
 
 /** A registered region inside a bigger buffer, with canary bytes before and after it. */
 export interface Guarded {
@@ -41,49 +44,6 @@ export function guarded(pd: Pd, size: number, access: readonly AccessFlag[], fil
       expect(after.every((b) => b === CANARY)).toBe(true);
     },
   };
-}
-
-/** Options for {@link customPair}. */
-export interface CustomPairOptions {
-  ctx?: Context;
-  cqe?: number;
-  cap?: QpCapOptions;
-  connect?: ConnectOptions;
-  sqSigAllA?: boolean;
-  /** Separate send and receive CQs for each QP (a: sendA/recvA, b: sendB/recvB). */
-  splitCqs?: boolean;
-}
-
-/** A pair built by hand (sqSigAll, split CQs), on one channel. */
-export interface CustomPair extends Pair {
-  sendA: Cq;
-  recvA: Cq;
-  sendB: Cq;
-  recvB: Cq;
-}
-
-export function customPair(options: CustomPairOptions = {}): CustomPair {
-  const ctx = options.ctx ?? openDevice(TEST_DEVICE);
-  try {
-    const channel = ctx.createCompChannel();
-    const cqe = options.cqe ?? 256;
-    const mk = (tag: string) => ctx.createCq({ cqe, channel, context: tag });
-    const sendA = mk('sendA');
-    const recvA = options.splitCqs ? mk('recvA') : sendA;
-    const sendB = mk('sendB');
-    const recvB = options.splitCqs ? mk('recvB') : sendB;
-    const pd = ctx.allocPd();
-    const cap = { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 4, maxRecvSge: 4, ...options.cap };
-    const a = pd.createQp({ sendCq: sendA, recvCq: recvA, cap, sqSigAll: options.sqSigAllA });
-    const b = pd.createQp({ sendCq: sendB, recvCq: recvB, cap });
-    const conn: ConnectOptions = { gidIndex: TEST_GID_INDEX, ...options.connect };
-    a.connect(b.endpoint({ gidIndex: conn.gidIndex }), conn);
-    b.connect(a.endpoint({ gidIndex: conn.gidIndex }), conn);
-    return { ctx, channel, pd, cqA: sendA, cqB: sendB, a, b, sendA, recvA, sendB, recvB, close: () => ctx.close() };
-  } catch (err) {
-    ctx.close();
-    throw err;
-  }
 }
 
 /** Polls `n` completions (or fewer on timeout) as plain objects. */
@@ -133,7 +93,7 @@ export const QUIET_MARKER = 0x9e1e7n;
  * in order, so whatever earlier work on `qp` (or towards its peer from it)
  * would still produce has been produced by then. On a QP in ERR the marker
  * is flushed, which proves the same for its send queue. The peer must share
- * `qp`'s PD (makePair and customPair do) and allow REMOTE_WRITE (the default).
+ * `qp`'s PD (makePair does) and allow REMOTE_WRITE (the default).
  */
 export async function throughMarker(qp: Qp): Promise<WorkCompletion[]> {
   const mr = qp.pd.registerMemory(Buffer.alloc(8), { access: ['LOCAL_WRITE', 'REMOTE_WRITE'] });

@@ -1,4 +1,4 @@
-import { WcBatch } from '../../../src/core/wc-batch';
+import { WcBatch } from '../../src/core/wc-batch';
 
 /*
  * Batch helpers for the specs of operators that take WcBatches. (The CQ stub

@@ -1,5 +1,6 @@
 /**
- * Test fixtures shared by the native suites. The device under test is
+ * The device under test and a connected pair on it, for the native and
+ * integration suites, and the waits they share. The device under test is
  * `RX_VERBS_TEST_DEVICE` (default `soft0`), so the same files run on the
  * soft device here and on `rxe0` inside the VM.
  */
@@ -16,7 +17,10 @@ export const IS_SOFT = TEST_DEVICE.startsWith('soft');
 /** `it` on soft devices only (fault injection, device-specific limits). */
 export const itSoft = IS_SOFT ? it : it.skip;
 
-/** Two connected RC QPs with their own CQs on one channel. */
+/**
+ * Two connected RC QPs on one channel. `cqA`/`cqB` are each QP's send CQ (and
+ * its receive CQ unless the CQs are split).
+ */
 export interface Pair {
   ctx: Context;
   channel: CompletionChannel;
@@ -25,6 +29,14 @@ export interface Pair {
   cqB: Cq;
   a: Qp;
   b: Qp;
+  /** `a`'s send CQ (= cqA). */
+  sendA: Cq;
+  /** `a`'s receive CQ (cqA unless `splitCqs`). */
+  recvA: Cq;
+  /** `b`'s send CQ (= cqB). */
+  sendB: Cq;
+  /** `b`'s receive CQ (cqB unless `splitCqs`). */
+  recvB: Cq;
   close(): void;
 }
 
@@ -35,24 +47,38 @@ export interface PairOptions {
   connect?: ConnectOptions;
   /** One CQ for everything. */
   sharedCq?: boolean;
+  /** Separate send and receive CQs for each QP (contexts 'A'/'recvA', 'B'/'recvB'). */
+  splitCqs?: boolean;
+  /** `a` signals every send WR (sqSigAll). */
+  sqSigAllA?: boolean;
+  /** The device to build on (it is not closed on failure: the caller owns it). */
   ctx?: Context;
 }
 
-/** Opens the test device and connects two QPs to each other. */
+/** Opens the test device (unless given one) and connects two QPs to each other. */
 export function makePair(options: PairOptions = {}): Pair {
+  if (options.sharedCq && options.splitCqs) throw new TypeError('makePair: sharedCq and splitCqs exclude each other');
   const ctx = options.ctx ?? openDevice(TEST_DEVICE);
-  const channel = ctx.createCompChannel();
-  const cqe = options.cqe ?? 256;
-  const cqA = ctx.createCq({ cqe, channel, context: 'A' });
-  const cqB = options.sharedCq ? cqA : ctx.createCq({ cqe, channel, context: 'B' });
-  const pd = ctx.allocPd();
-  const cap = { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 4, maxRecvSge: 4, ...options.cap };
-  const a = pd.createQp({ sendCq: cqA, recvCq: cqA, cap });
-  const b = pd.createQp({ sendCq: cqB, recvCq: cqB, cap });
-  const conn: ConnectOptions = { gidIndex: TEST_GID_INDEX, ...options.connect };
-  a.connect(b.endpoint({ gidIndex: conn.gidIndex }), conn);
-  b.connect(a.endpoint({ gidIndex: conn.gidIndex }), conn);
-  return { ctx, channel, pd, cqA, cqB, a, b, close: () => ctx.close() };
+  try {
+    const channel = ctx.createCompChannel();
+    const cqe = options.cqe ?? 256;
+    const mk = (context: string) => ctx.createCq({ cqe, channel, context });
+    const cqA = mk('A');
+    const recvA = options.splitCqs ? mk('recvA') : cqA;
+    const cqB = options.sharedCq ? cqA : mk('B');
+    const recvB = options.splitCqs ? mk('recvB') : cqB;
+    const pd = ctx.allocPd();
+    const cap = { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 4, maxRecvSge: 4, ...options.cap };
+    const a = pd.createQp({ sendCq: cqA, recvCq: recvA, cap, sqSigAll: options.sqSigAllA });
+    const b = pd.createQp({ sendCq: cqB, recvCq: recvB, cap });
+    const conn: ConnectOptions = { gidIndex: TEST_GID_INDEX, ...options.connect };
+    a.connect(b.endpoint({ gidIndex: conn.gidIndex }), conn);
+    b.connect(a.endpoint({ gidIndex: conn.gidIndex }), conn);
+    return { ctx, channel, pd, cqA, cqB, a, b, sendA: cqA, recvA, sendB: cqB, recvB, close: () => ctx.close() };
+  } catch (err) {
+    if (!options.ctx) ctx.close();
+    throw err;
+  }
 }
 
 /**

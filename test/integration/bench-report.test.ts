@@ -1,0 +1,222 @@
+/**
+ * The bench report page (`npm run bench -- --report`): rendered from a saved
+ * quick run (test/fixtures/bench-results.json; the benchmarks never run
+ * here) and opened in headless Chromium, which lays the page out and says
+ * what it drew.
+ */
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { goalOf } from '../../bench/suites/charts';
+import { logHistogram } from '../../bench/suites/histogram';
+import { main } from '../../bench/suites/main';
+import { renderPage } from '../../bench/suites/page';
+import type { Results } from '../../bench/suites/report';
+
+const FIXTURE = path.join(__dirname, '..', 'fixtures', 'bench-results.json');
+const fixture = (): Results => JSON.parse(fs.readFileSync(FIXTURE, 'utf8')) as Results;
+
+/** Debian's chromium (CI installs it: .ci/run), or undefined. */
+function findChromium(): string | undefined {
+  for (const name of ['chromium', 'chromium-browser']) {
+    const r = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+    if (r.status === 0 && r.stdout.trim()) return r.stdout.trim();
+  }
+  return undefined;
+}
+
+/** What the browser reports about each figure once the page is laid out. */
+interface Drawn {
+  charts: Record<string, { svg: boolean; width?: number; height?: number; marks?: Record<string, number>; axisTitles?: string[]; texts?: string[] }>;
+  /** Attributes whose value points off the page (http:, https: or protocol-relative). */
+  externals: string[];
+}
+
+// Runs in the page: counts, per figure, the marks Vega drew that have a size
+// on screen (an empty mark group draws nothing), and the axis titles laid out.
+// Added to a copy of the page only; the page itself has no script.
+const PROBE = `
+(() => {
+  const out = { charts: {}, externals: [] };
+  for (const fig of document.querySelectorAll('figure')) {
+    const svg = fig.querySelector('svg');
+    const entry = { svg: !!svg };
+    if (svg) {
+      const box = svg.getBoundingClientRect();
+      entry.width = box.width;
+      entry.height = box.height;
+      entry.marks = {};
+      for (const g of svg.querySelectorAll('g.role-mark')) {
+        const kind = [...g.classList].find((c) => c.startsWith('mark-')).slice(5);
+        let drawn = 0;
+        for (const el of g.children) {
+          const b = el.getBBox();
+          if (b.width > 0 || b.height > 0) drawn++;
+        }
+        entry.marks[kind] = (entry.marks[kind] || 0) + drawn;
+      }
+      entry.axisTitles = [...svg.querySelectorAll('g.role-axis-title text')].filter((t) => t.getBBox().width > 0).map((t) => t.textContent);
+      entry.texts = [...svg.querySelectorAll('g.mark-text.role-mark text')].map((t) => t.textContent);
+    }
+    out.charts[fig.id] = entry;
+  }
+  for (const el of document.querySelectorAll('*')) {
+    if (el.id === 'rx-probe' || el.id === 'rx-probe-out') continue;
+    for (const a of el.attributes) {
+      if (!a.name.startsWith('xmlns') && /(^|[\\s(])(https?:)?\\/\\//i.test(a.value)) out.externals.push(el.tagName + ' ' + a.name + '=' + a.value);
+    }
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'rx-probe-out';
+  pre.textContent = encodeURIComponent(JSON.stringify(out));
+  document.body.appendChild(pre);
+})();
+`;
+
+/** Opens `html` in headless Chromium with the probe added, and returns what it found. */
+function drawnInChromium(chromium: string, html: string): Drawn {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxv-report-'));
+  try {
+    const file = path.join(dir, 'probed.html');
+    fs.writeFileSync(file, html.replace('</body>', `<script id="rx-probe">${PROBE}</script>\n</body>`));
+    const r = spawnSync(
+      chromium,
+      ['--headless', '--disable-gpu', '--no-sandbox', '--no-first-run', '--disable-extensions', `--user-data-dir=${path.join(dir, 'profile')}`, '--window-size=1200,3000', '--dump-dom', `file://${file}`],
+      { encoding: 'utf8', timeout: 90_000, maxBuffer: 64 << 20 },
+    );
+    const m = /<pre id="rx-probe-out">([^<]*)<\/pre>/.exec(r.stdout ?? '');
+    if (!m) throw new Error(`chromium printed no probe result (status ${r.status}${r.error ? `, ${r.error.message}` : ''})\n${(r.stderr ?? '').slice(-2000)}`);
+    return JSON.parse(decodeURIComponent(m[1])) as Drawn;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('bench report page', () => {
+  let page: string;
+  beforeAll(async () => {
+    page = await renderPage(fixture());
+  }, 60_000);
+
+  it('is self-contained: no script, no stylesheet or image to fetch, no external reference', () => {
+    expect(page).toMatch(/^<!DOCTYPE html>/);
+    expect(page).not.toMatch(/<script/i);
+    expect(page).not.toMatch(/<link\b/i);
+    expect(page).not.toMatch(/@import|url\(/i);
+    expect(page).not.toMatch(/\b(src|href)\s*=\s*["']?\s*(https?:)?\/\//i);
+    // Four charts, each an inline SVG.
+    for (const id of ['targets', 'latency', 'throughput', 'cpu']) {
+      expect(page).toMatch(new RegExp(`<figure id="chart-${id}" class="chart">[\\s\\S]*?<svg[\\s\\S]*?</svg>\\s*</figure>`));
+    }
+  });
+
+  it('holds the printed tables and the run metadata, from the same results', () => {
+    const r = fixture();
+    for (const caption of ['1. Throughput, WC/s', '2. Event rate', '3. Latency', '5. Memory', '6. Operators', '7. Stall', 'Targets']) {
+      expect(page).toMatch(new RegExp(`<caption>${caption.replace(/[.,()]/g, '\\$&')}`));
+    }
+    expect(page).toContain(`<dt>date</dt><dd>${String(r.meta.date)}</dd>`);
+    // A figure as formatResults prints it: the native event p50 of the latency table.
+    expect(page).toContain(`<td>native-event</td><td class="num">${r.latency!.variants['native-event'].p50.toFixed(1)}</td>`);
+  });
+
+  it('renders in headless Chromium: every chart has drawn marks and its axis titles', () => {
+    const chromium = findChromium();
+    if (!chromium) {
+      throw new Error(`chromium is not installed: this test opens the page in Debian's headless chromium (apt-get install -y chromium; .ci/run installs it)${process.env.CI ? '' : ' - install it to run this test'}`);
+    }
+    const r = fixture();
+    const drawn = drawnInChromium(chromium, page);
+    expect(drawn.externals).toEqual([]);
+    for (const id of ['targets', 'latency', 'throughput', 'cpu']) {
+      const c = drawn.charts[`chart-${id}`];
+      expect(c?.svg).toBe(true);
+      expect(c.width).toBeGreaterThan(100);
+      expect(c.height).toBeGreaterThan(100);
+    }
+
+    // Latency: one histogram per variant, with a p50 and a p99 rule each.
+    const variants = Object.keys(r.latency!.variants);
+    const lat = drawn.charts['chart-latency'];
+    expect(lat.marks!.rect).toBeGreaterThanOrEqual(variants.length);
+    expect(lat.marks!.rule).toBe(2 * variants.length);
+    expect(lat.axisTitles).toEqual(expect.arrayContaining(['round trip (us, log scale)', '% of trips']));
+
+    // Throughput and CPU per WC: one line per variant, one point per unpaced depth and variant.
+    const unpaced = r.throughput!.configs.filter((c) => c.rate === 0);
+    const runVariants = Object.keys(unpaced[0].runs);
+    for (const [id, yTitle] of [
+      ['throughput', 'completions per second (best round)'],
+      ['cpu', 'consumer-thread CPU per WC (ns, log scale)'],
+    ]) {
+      const c = drawn.charts[`chart-${id}`];
+      expect(c.marks!.line).toBe(runVariants.length);
+      expect(c.marks!.symbol).toBe(unpaced.length * runVariants.length);
+      expect(c.axisTitles).toEqual(expect.arrayContaining(['CQ depth (log scale)', yTitle]));
+    }
+
+    // Targets: a bar for each measured one, a goal rule for each, and the unmeasured ones say so (no bar, not 0).
+    const t = drawn.charts['chart-targets'];
+    const measured = r.targets.filter((x) => x.value !== undefined);
+    const unmeasured = r.targets.filter((x) => x.value === undefined);
+    expect(unmeasured.length).toBeGreaterThan(0);
+    expect(t.marks!.rect).toBe(measured.length);
+    expect(t.marks!.rule).toBe(r.targets.filter((x) => goalOf(x.target) !== undefined).length);
+    expect(t.axisTitles).toEqual(r.targets.map((x) => x.name));
+    expect(t.texts!.filter((x) => x.startsWith('not measured'))).toHaveLength(unmeasured.length);
+  }, 120_000);
+
+  it('says why a chart is missing when the results lack its figures (an older file, a partial run)', async () => {
+    const r = fixture();
+    for (const v of Object.values(r.latency!.variants)) delete v.histogram;
+    delete r.throughput;
+    const html = await renderPage(r);
+    expect(html).toMatch(/<figure id="chart-latency" class="missing-chart">[\s\S]*?Not drawn: these results keep no latency distribution/);
+    expect(html).toMatch(/<figure id="chart-throughput" class="missing-chart">[\s\S]*?Not drawn: the throughput suite did not run/);
+    expect(html).toMatch(/<figure id="chart-targets" class="chart">/);
+  });
+
+  it('--report-from writes the page from saved results; a file that is missing or holds none is refused in one line, exit status 2', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxv-report-'));
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const out = path.join(dir, 'sub', 'page.html');
+      expect(await main(['--report-from', FIXTURE, '--report', out])).toBe(0);
+      expect(fs.readFileSync(out, 'utf8')).toBe(page);
+      const bad = path.join(dir, 'bad.json');
+      fs.writeFileSync(bad, '{"hello": 1}');
+      stderr.mockClear();
+      expect(await main(['--report-from', bad, '--report', out])).toBe(2);
+      expect(String(stderr.mock.calls[0]?.[0])).toMatch(/^bench: .*bad\.json does not hold bench results/);
+      stderr.mockClear();
+      expect(await main(['--report-from', path.join(dir, 'missing.json')])).toBe(2);
+      expect(String(stderr.mock.calls[0]?.[0])).toMatch(/^bench: cannot read results from .*missing\.json: ENOENT/);
+    } finally {
+      stderr.mockRestore();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('bench helpers behind the page', () => {
+  it('logHistogram: contiguous log-spaced buckets from the smallest sample to the largest, every sample counted once', () => {
+    const us = [12, 12.5, 40, 41, 1000, 0];
+    const h = logHistogram(us);
+    expect(h.reduce((n, b) => n + b.count, 0)).toBe(us.length);
+    for (let i = 1; i < h.length; i++) expect(h[i].lowUs).toBe(h[i - 1].highUs);
+    expect(h[0].lowUs).toBeLessThanOrEqual(12);
+    expect(h[h.length - 1].highUs).toBeGreaterThan(1000);
+    // The zero sample counts in the lowest bucket, with the two at 12 us.
+    expect(h[0].count).toBe(3);
+    expect(logHistogram([])).toEqual([]);
+  });
+
+  it('goalOf reads the goal from the target text, and nothing from a text without one', () => {
+    expect(goalOf('>= 0.5')).toBe(0.5);
+    expect(goalOf('<= 1.5')).toBe(1.5);
+    expect(goalOf('~0 (< 0.05)')).toBe(0.05);
+    expect(goalOf('< 10')).toBe(10);
+    expect(goalOf('as low as possible')).toBeUndefined();
+  });
+});

@@ -1,0 +1,11 @@
+// jest's global set-up: before any test file runs, dist/ is made to match
+// the sources (scripts/test/dist.js). Jest itself runs src/ through swc, but
+// child-process fixtures, the CLI and the rxe guest load dist/: without this,
+// after an edit they would test the code of the last build. A failed build
+// fails the whole run, loudly, instead of testing stale code.
+'use strict';
+const { ensureFreshDist } = require('../../scripts/test/dist');
+
+module.exports = function globalSetup() {
+  ensureFreshDist({ log: (line) => process.stderr.write(`\n[global set-up] ${line}\n`) });
+};
