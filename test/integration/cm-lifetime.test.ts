@@ -1,6 +1,6 @@
-import { expectCleanExit, runFixture } from '../helpers/fixture-child';
+import { expectCleanExit, runFixture } from '../support/fixture-child';
 import { binding } from '../../src/native/binding';
-import { scaled } from '../helpers/slow';
+import { scaled } from '../support/slow';
 
 interface Report {
   mode: string;

@@ -21,7 +21,7 @@ import {
   DeviceRemovedError,
 } from '../../src';
 import { binding } from '../../src/native/binding';
-import { scaled } from '../helpers/slow';
+import { scaled } from '../support/slow';
 
 /**
  * The connection API (src/cm) end to end on soft0 over the soft CM: the
