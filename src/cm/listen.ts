@@ -11,9 +11,9 @@ import { checkInt } from '../verbs/validate';
 
 /**
  * A listening CM id (`rdma_listen`) and its hot stream of connection
- * requests. Requests that arrive while nothing subscribes are buffered (up
- * to 1024, then the CM's backlog holds the rest), for a later subscriber or
- * `requests$.tryTake()`.
+ * requests. Requests that arrive while nothing subscribes are buffered for
+ * a later subscriber or `requests$.tryTake()`, up to 1024: past that a
+ * request is rejected at once rather than left to time out on the peer.
  *
  * ```
  * requests$:   --r----r--r----|       close(): unanswered requests rejected

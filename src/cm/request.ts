@@ -2,7 +2,7 @@ import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '
 import { DisconnectedError, RequestAnsweredError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
-import type { VerbsResourceOptions, VerbsResources } from './native-port';
+import type { VerbsResources } from './native-port';
 import type { AcceptOptions } from './options';
 import { SharedCmChannel } from './router';
 import { checkFunction, checkPrivateData } from './validate';
@@ -200,4 +200,3 @@ function checkOptions<T>(value: T): T {
   return value;
 }
 
-export type { VerbsResourceOptions };
