@@ -156,6 +156,20 @@ describe('virtual CM', () => {
     expect(clients.map((c) => text(c.answer!))).toEqual(['welcome', 'welcome', 'go away']);
   });
 
+  it('should buffer unanswered requests up to 1024 and reject the rest at once', () => {
+    let clients: ReturnType<ReturnType<typeof virtualCm>['client']>[] = [];
+    let listener: ReturnType<typeof listen> | undefined;
+    testScheduler.run((helpers) => {
+      const cm = virtualCm(helpers);
+      listener = listen({ ...server, cm }) as never;
+      clients = Array.from({ length: 1030 }, () => cm.client(server));
+      helpers.flush();
+    });
+    expect(listener!.requests$.pending).toBe(1024);
+    expect(clients.filter((c) => c.outcome === 'rejected')).toHaveLength(6);
+    expect(clients.filter((c) => c.outcome === 'pending')).toHaveLength(1024);
+  });
+
   it('should end the connection, the listener and the CQ channel with DeviceRemovedError at the removal frame', () => {
     testScheduler.run((helpers) => {
       const cm = virtualCm(helpers, { deviceRemoval: '10ms x' });
