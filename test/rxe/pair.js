@@ -8,7 +8,10 @@
 //               server first (waiting until it listens), then its client,
 //               then its fault steps; judges exit statuses and output lines;
 //               writes $RXE_OUT/pair.tsv and both sides' logs to $RXE_OUT/pair/
-// The guests talk over their shared link only; nothing else joins it.
+// The guests share two links and nothing else: the test link (RXE_SELF,
+// RXE_PEER; rxe0 is on it, and fault cases take it down) and a control link
+// (RXE_CTRL_SELF, RXE_CTRL_PEER) that carries the agent's requests, so that
+// a fault on the test link never cuts the driver off from the agent.
 // Plain node, no dependencies: it starts quickly even under TCG.
 'use strict';
 const { spawn } = require('child_process');
@@ -22,6 +25,9 @@ const role = process.argv[2];
 const OUT = process.env.RXE_OUT;
 const SELF = process.env.RXE_SELF;
 const PEER = process.env.RXE_PEER;
+const CTRL_SELF = process.env.RXE_CTRL_SELF;
+const CTRL_PEER = process.env.RXE_CTRL_PEER;
+const CALL_TIMEOUT_MS = 120_000;
 const T0 = Date.now();
 const log = (s) => process.stdout.write(`PAIR[${role} ${((Date.now() - T0) / 1000).toFixed(1).padStart(6)}s] ${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -53,18 +59,33 @@ const gidOf = (ip) => {
   return `0000:0000:0000:0000:0000:ffff:${hex(a, b)}:${hex(c, d)}`;
 };
 
+/** The network device with this MAC address (run.js gives each link's NIC its own). */
+function nicWithMac(mac) {
+  return fs.readdirSync('/sys/class/net').find((n) => {
+    try { return fs.readFileSync(`/sys/class/net/${n}/address`, 'utf8').trim() === mac; } catch { return false; }
+  });
+}
+
 class Host {
   constructor() {
     this.procs = new Map();
-    this.nic = fs.readdirSync('/sys/class/net').find((n) => n !== 'lo');
+    this.nic = nicWithMac(process.env.RXE_MAC);
+    this.ctrlNic = nicWithMac(process.env.RXE_CTRL_MAC);
     this.gid = '';
+  }
+
+  /** The control link: up once, never touched by the cases. */
+  async setupControl() {
+    if (!this.ctrlNic) throw new Error(`no network device with MAC ${process.env.RXE_CTRL_MAC} (the control link)`);
+    const r = await shell(`ip link set lo up && ip addr replace ${CTRL_SELF}/24 dev ${this.ctrlNic} && ip link set ${this.ctrlNic} up`);
+    if (r.rc !== 0) throw new Error(`control link set-up failed: ${r.out.trim()}`);
   }
 
   /** Address, link up, rxe0 on the NIC, its GID of our address: also the reset after a fault case. */
   async setupDevice() {
-    if (!this.nic) throw new Error('no network device besides lo');
-    const r = await shell(`ip link set lo up && ip addr replace ${SELF}/24 dev ${this.nic} && ip link set ${this.nic} up &&
-      { rdma link show rxe0 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev ${this.nic}; }`);
+    if (!this.nic) throw new Error(`no network device with MAC ${process.env.RXE_MAC} (the test link)`);
+    const r = await shell(`ip addr replace ${SELF}/24 dev ${this.nic} && ip link set ${this.nic} up &&
+      { [ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev ${this.nic}; }`);
     if (r.rc !== 0) throw new Error(`device set-up failed: ${r.out.trim()}`);
     const dir = '/sys/class/infiniband/rxe0/ports/1/gids';
     const want = gidOf(SELF);
@@ -138,9 +159,13 @@ class Host {
 
 // --- guest a: the agent ------------------------------------------------------
 async function agent(host) {
+  await host.setupControl();
   await host.setupDevice();
   let leaving = false;
+  // Nobody came: end rather than keep the VM up until the host stops it.
+  const idle = setTimeout(() => { log('no driver within 300 s'); process.exit(1); }, 300_000);
   const server = net.createServer((sock) => {
+    clearTimeout(idle);
     let buf = '';
     sock.on('data', async (chunk) => {
       buf += chunk;
@@ -168,9 +193,7 @@ async function agent(host) {
       process.exit(1);
     });
   });
-  server.listen(CONTROL_PORT, SELF, () => log(`agent listening on ${SELF}:${CONTROL_PORT}`));
-  // Nobody came: end rather than keep the VM up until the host stops it.
-  setTimeout(() => { log('no driver within 300 s'); process.exit(1); }, 300_000).unref();
+  server.listen(CONTROL_PORT, CTRL_SELF, () => log(`agent listening on ${CTRL_SELF}:${CONTROL_PORT}`));
 }
 
 /** The agent on the peer, with the Host methods as promises. */
@@ -180,12 +203,12 @@ async function connectAgent() {
   for (;;) {
     try {
       sock = await new Promise((resolve, reject) => {
-        const s = net.connect(CONTROL_PORT, PEER, () => resolve(s));
+        const s = net.connect(CONTROL_PORT, CTRL_PEER, () => resolve(s));
         s.once('error', reject);
       });
       break;
     } catch (e) {
-      if (Date.now() > deadline) throw new Error(`the agent on ${PEER}:${CONTROL_PORT} did not answer within 240 s (${e.message})`);
+      if (Date.now() > deadline) throw new Error(`the agent on ${CTRL_PEER}:${CONTROL_PORT} did not answer within 240 s (${e.message})`);
       await sleep(1000);
     }
   }
@@ -199,7 +222,9 @@ async function connectAgent() {
       const { id, result, error } = JSON.parse(buf.slice(0, nl));
       buf = buf.slice(nl + 1);
       const w = waiting.get(id);
+      if (!w) continue; // it timed out
       waiting.delete(id);
+      clearTimeout(w.timer);
       if (error !== undefined) w.reject(new Error(`peer: ${error}`));
       else w.resolve(result);
     }
@@ -207,10 +232,15 @@ async function connectAgent() {
   sock.on('close', () => { for (const w of waiting.values()) w.reject(new Error('the agent connection closed')); });
   const call = (op, ...args) => new Promise((resolve, reject) => {
     const id = next++;
-    waiting.set(id, { resolve, reject });
+    const timer = setTimeout(() => {
+      waiting.delete(id);
+      reject(new Error(`the agent did not answer ${op} within ${CALL_TIMEOUT_MS / 1000} s`));
+    }, CALL_TIMEOUT_MS);
+    waiting.set(id, { resolve, reject, timer });
     sock.write(`${JSON.stringify({ id, op, args })}\n`);
   });
-  return new Proxy({}, { get: (_, op) => (...args) => call(op, ...args) });
+  // (not thenable: an async function returns it)
+  return new Proxy({}, { get: (_, op) => (op === 'then' ? undefined : (...args) => call(op, ...args)) });
 }
 
 // --- guest b: the driver -------------------------------------------------------
@@ -322,6 +352,7 @@ async function driver(local) {
   fs.mkdirSync(path.join(OUT, 'pair'), { recursive: true });
   const tsv = path.join(OUT, 'pair.tsv');
   fs.writeFileSync(tsv, 'name\tresult\tseconds\tserver_rc\tclient_rc\tnote\n');
+  await local.setupControl();
   const mine = await local.setupDevice();
   const peer = await connectAgent();
   const theirs = await peer.setupDevice();

@@ -214,36 +214,40 @@ async function runSingle(o, parts, jestArgs) {
 }
 
 // --- pair: two guests on a link only they share ------------------------------
+// Two links, each only between the two guests: the test link (rxe0; fault
+// cases take it down) and the control link (pair.js's requests).
 const PAIR = [
-  { role: 'a', self: '198.18.0.1', peer: '198.18.0.2', mac: '52:54:00:c6:12:01' },
-  { role: 'b', self: '198.18.0.2', peer: '198.18.0.1', mac: '52:54:00:c6:12:02' },
+  { role: 'a', self: '198.18.0.1', peer: '198.18.0.2', mac: '52:54:00:c6:12:01', ctrlSelf: '198.19.0.1', ctrlPeer: '198.19.0.2', ctrlMac: '52:54:00:c6:13:01' },
+  { role: 'b', self: '198.18.0.2', peer: '198.18.0.1', mac: '52:54:00:c6:12:02', ctrlSelf: '198.19.0.2', ctrlPeer: '198.19.0.1', ctrlMac: '52:54:00:c6:13:02' },
 ];
 
 async function runPair(o) {
   const t0 = Date.now();
   const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || 600);
   const mem = process.env.RXE_PAIR_MEM || 1536;
-  const port = await freePort();
+  const ports = [await freePort(), await freePort()];
   const boots = [];
   for (const g of PAIR) {
     const dir = path.join(OUT, `pair-${g.role}`);
     fs.mkdirSync(dir, { recursive: true });
     writeEnv(path.join(dir, 'guest.env'), {
-      RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer,
+      RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer, RXE_MAC: g.mac,
+      RXE_CTRL_SELF: g.ctrlSelf, RXE_CTRL_PEER: g.ctrlPeer, RXE_CTRL_MAC: g.ctrlMac,
       RXE_PAIR_CASES: process.env.RXE_PAIR_CASES ?? '', RXE_QUICK: o.quick ? '1' : '0', RXE_FAST_TAR: FAST_TAR,
     });
     // Guest a listens on the host's loopback, guest b connects: QEMU relays
     // the Ethernet frames between the two, and nothing else joins the link.
-    const netdev = g.role === 'a' ? `listen=127.0.0.1:${port}` : `connect=127.0.0.1:${port}`;
-    if (g.role === 'b' && !(await waitListening(port, 30))) {
-      say(`pair: guest a's QEMU did not listen on 127.0.0.1:${port} within 30 s`);
+    const netdev = (port) => (g.role === 'a' ? `listen=127.0.0.1:${port}` : `connect=127.0.0.1:${port}`);
+    if (g.role === 'b' && !(await waitListening(ports[0], 30) && await waitListening(ports[1], 30))) {
+      say(`pair: guest a's QEMU did not listen on 127.0.0.1:${ports.join(', ')} within 30 s`);
       break;
     }
-    if (g.role === 'a') say(`pair: booting two guests (smp 1, ${mem} MiB each), link on 127.0.0.1:${port}`);
+    if (g.role === 'a') say(`pair: booting two guests (smp 1, ${mem} MiB each), links on 127.0.0.1:${ports.join(', ')}`);
     boots.push(bootGuest({
       ...guestBase(o), script: path.join(RXE_DIR, 'pair-guest.sh'), out: dir, smp: 1, mem, timeoutS,
       console: path.join(dir, 'console.log'), prefix: `${g.role}| `,
-      net: ['-netdev', `socket,id=n0,${netdev}`, '-device', `virtio-net-pci,netdev=n0,mac=${g.mac}`],
+      net: ['-netdev', `socket,id=n0,${netdev(ports[0])}`, '-device', `virtio-net-pci,netdev=n0,mac=${g.mac}`,
+        '-netdev', `socket,id=n1,${netdev(ports[1])}`, '-device', `virtio-net-pci,netdev=n1,mac=${g.ctrlMac}`],
     }));
   }
   const results = await Promise.all(boots);
