@@ -225,7 +225,11 @@ async function runPair(o) {
   const t0 = Date.now();
   const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || 600);
   const mem = process.env.RXE_PAIR_MEM || 1536;
-  const ports = [await freePort(), await freePort()];
+  const ports = [await freePort()];
+  while (ports.length < 2) {
+    const p = await freePort();
+    if (p !== ports[0]) ports.push(p);
+  }
   const boots = [];
   for (const g of PAIR) {
     const dir = path.join(OUT, `pair-${g.role}`);
