@@ -17,11 +17,14 @@ const COMPACT = /^(GUEST|INIT|PAIR|PASS|FAIL|  ●|Tests:|Test Suites:|    (serv
  * (paths the guest must still see under its tmpfs mounts), out (the
  * writable results folder), smp, mem (MiB), timeoutS, console (file),
  * verbose, prefix (for console lines shown), net (extra QEMU arguments for a
- * network device; none: `-nic none`), cmdline (more kernel arguments).
+ * network device; none: `-nic none`), cmdline (more kernel arguments),
+ * signal (an AbortSignal that stops the guest).
  */
 function bootGuest(opts) {
   const append = [
-    'console=ttyS0 panic=-1 quiet loglevel=3',
+    // no_timer_check: on a busy host the emulated CPU can be too slow for the
+    // kernel's IO-APIC timer check, which then panics at boot.
+    'console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check',
     `rxe_script=${opts.script}`,
     `rxe_keep=${opts.keep.join(':')}`,
     ...(opts.cmdline ?? []),
@@ -34,7 +37,7 @@ function bootGuest(opts) {
     '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
     '-virtfs', `local,path=${opts.out},mount_tag=out,security_model=none,multidevs=remap`,
   ];
-  const qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const qemu = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'pipe', 'pipe'], signal: opts.signal });
   const consoleFile = fs.createWriteStream(opts.console);
   let pending = '';
   const onData = (chunk) => {
@@ -56,7 +59,7 @@ function bootGuest(opts) {
   }, opts.timeoutS * 1000);
   return new Promise((resolve) => {
     qemu.on('error', (err) => {
-      consoleFile.write(`qemu could not start: ${err.message}\n`);
+      consoleFile.write(`qemu: ${err.message}\n`);
     });
     qemu.on('close', (code, signal) => {
       clearTimeout(timer);

@@ -231,6 +231,7 @@ async function runPair(o) {
     if (p !== ports[0]) ports.push(p);
   }
   const boots = [];
+  const stopA = new AbortController();
   for (const g of PAIR) {
     const dir = path.join(OUT, `pair-${g.role}`);
     fs.mkdirSync(dir, { recursive: true });
@@ -249,11 +250,15 @@ async function runPair(o) {
     if (g.role === 'a') say(`pair: booting two guests (smp 1, ${mem} MiB each), links on 127.0.0.1:${ports.join(', ')}`);
     boots.push(bootGuest({
       ...guestBase(o), script: path.join(RXE_DIR, 'pair-guest.sh'), out: dir, smp: 1, mem, timeoutS,
+      signal: g.role === 'a' ? stopA.signal : undefined,
       console: path.join(dir, 'console.log'), prefix: `${g.role}| `,
       net: ['-netdev', `socket,id=n0,${netdev(ports[0])}`, '-device', `virtio-net-pci,netdev=n0,mac=${g.mac}`,
         '-netdev', `socket,id=n1,${netdev(ports[1])}`, '-device', `virtio-net-pci,netdev=n1,mac=${g.ctrlMac}`],
     }));
   }
+  // Guest a serves guest b: once b is gone, a has nothing left to do.
+  if (boots[1]) boots[1].then(() => setTimeout(() => stopA.abort(), 60_000).unref());
+  else stopA.abort();
   const results = await Promise.all(boots);
   if (results.some((r) => r.timedOut)) say(`pair: a guest ran past RXE_PAIR_TIMEOUT=${timeoutS}s and was stopped`);
   const rcs = PAIR.map((g) => guestExit(path.join(OUT, `pair-${g.role}`)));
