@@ -39,7 +39,7 @@ const rxe = process.env.RX_VERBS_RXE ?? (process.env.CI ? '1' : '0');
 let rxeStatus = 0;
 if (rxe === '1') {
   const rxeArgs = results ? ['--output', path.resolve(results, 'rxe.json')] : [];
-  rxeStatus = run('rxe', 'bash', [path.join(root, 'test', 'rxe', 'run.sh'), ...rxeArgs]);
+  rxeStatus = run('rxe', process.execPath, [path.join(root, 'test', 'rxe', 'run.js'), ...rxeArgs]);
 } else {
   process.stdout.write(
     '\nnote: the real-kernel suite (rxe0 in a QEMU VM) did not run here; `npm run test:rxe` runs it ' +

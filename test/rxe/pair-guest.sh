@@ -2,8 +2,8 @@
 # Runs INSIDE each of the two guests of the pair part (started by init,
 # chrooted into the host's root file system, read-only). Makes node start
 # quickly (what it loads, unpacked into RAM), then hands over to pair.js,
-# which sets up the NIC and rxe0 and runs the cases: guest a as the agent
-# guest b drives, guest b as the driver. $RXE_OUT/guest.env (from run.js):
+# which sets up the NICs and rxe0 and runs the cases (guest a serves,
+# guest b drives). $RXE_OUT/guest.env (from run.js):
 # RXE_PROJECT, RXE_ROLE (a|b), RXE_SELF, RXE_PEER, RXE_PAIR_CASES,
 # RXE_QUICK, RXE_FAST_TAR. Exit status: pair.js's.
 set -u
