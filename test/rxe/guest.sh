@@ -60,7 +60,7 @@ has_part() { case " $RXE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has_part jest; then
   log "jest: ${RXE_JEST_ARGS[*]}"
   t=$EPOCHREALTIME
-  # --ci: no snapshot writes. The cache folder is the one run.sh warmed on
+  # --ci: no snapshot writes. The cache folder is the one run.js warmed on
   # the host (same path, so the same transform cache keys), now in tmpfs.
   RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
     timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \
