@@ -41,7 +41,7 @@ echo "$GID_IDX" > "$OUT/gid-index"
 
 # Every file read over 9p costs a round trip through the emulated virtio
 # device: a node start that loads rxjs takes ~20 s from 9p, ~6 s from tmpfs.
-# run.sh packed what node loads (node_modules, dist, the addon, jest's warm
+# run.js packed what node loads (node_modules, dist, the addon, jest's warm
 # transform cache) into one tar: unpack it into the guest's RAM and mount it
 # over the project's folders.
 if [ -f "${RXE_FAST_TAR:-}" ]; then
