@@ -6,8 +6,7 @@
  * rxe0 (test/skips.txt).
  */
 import { expectCleanExit, runFixture } from '../helpers/fixture-child';
-import { itSoft } from '../helpers/device';
-import { CHILD_HANG_MS } from './support';
+import { CHILD_HANG_MS, itSoft } from '../helpers/device';
 
 interface Report {
   connected?: boolean;
