@@ -15,6 +15,7 @@ interface Report {
   workerOk?: boolean;
   liveOk?: boolean;
   mainOk?: boolean;
+  peerGone?: boolean;
   status?: { available: boolean; reason?: string };
   created?: boolean;
   error?: { name: string; code: string; syscall: string; message: string };
@@ -33,10 +34,10 @@ describe('CM channels in a process', () => {
     expect(r.report).toEqual({ connected: true, timer: true });
   }, CHILD_HANG_MS + 5000);
 
-  itSoft('connections work inside worker threads, and a worker terminated with a live connection tears it down', async () => {
+  itSoft('connections work inside worker threads; a worker terminated with live connections tears them down, and its peer here gets DISCONNECTED', async () => {
     const r = await runFixture<Report>('cm-child.js', ['worker'], CHILD_HANG_MS);
     expectCleanExit(r);
-    expect(r.report).toEqual({ workerOk: true, liveOk: true, mainOk: true });
+    expect(r.report).toEqual({ workerOk: true, liveOk: true, peerGone: true, mainOk: true });
   }, CHILD_HANG_MS + 5000);
 
   it('without librdmacm the rdma_cm provider says what is missing (ENODEV naming the library)', async () => {
