@@ -155,7 +155,7 @@ class SoftCmChannel final : public Channel {
 
 class SoftCmId final : public Id {
  public:
-  SoftCmId(std::shared_ptr<IdState> s) : state(std::move(s)) {}
+  explicit SoftCmId(std::shared_ptr<IdState> s) : state(std::move(s)) {}
   ~SoftCmId() override;
   void bind(const SockAddr& addr) override;
   void listen(int backlog) override;
