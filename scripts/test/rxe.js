@@ -11,7 +11,7 @@ const rxeWanted = () => (process.env.RX_VERBS_RXE ?? (process.env.CI ? '1' : '0'
 /** Runs the suite in the VM; resolves its exit status (recorded as rxe.exit). */
 function runRxe() {
   const report = resultFile('rxe.json');
-  return runStep('bash', [path.join(root, 'test', 'rxe', 'run.sh'), ...(report ? ['--output', report] : [])], { name: 'rxe' });
+  return runStep(process.execPath, [path.join(root, 'test', 'rxe', 'run.js'), ...(report ? ['--output', report] : [])], { name: 'rxe' });
 }
 
 /** Says that the suite did not run here, and how to run it. */

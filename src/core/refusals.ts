@@ -11,7 +11,7 @@
  * before every kind it uses (a QP uses its PD and CQs, an MR its PD, a CQ
  * its channel, all of them their context).
  */
-export const TEARDOWN_ORDER = ['QP', 'CQ', 'MR', 'PD', 'completion channel', 'context'] as const;
+export const TEARDOWN_ORDER = ['QP', 'CQ', 'MR', 'PD', 'completion channel', 'CM id', 'CM event channel', 'context'] as const;
 
 /** One kind of verbs object, as messages name it. */
 export type ObjectKind = (typeof TEARDOWN_ORDER)[number];
@@ -25,6 +25,8 @@ const DESTROY_VERB: Record<ObjectKind, string> = {
   MR: 'ibv_dereg_mr',
   PD: 'ibv_dealloc_pd',
   'completion channel': 'ibv_destroy_comp_channel',
+  'CM id': 'rdma_destroy_id',
+  'CM event channel': 'rdma_destroy_event_channel',
   context: 'ibv_close_device',
 };
 

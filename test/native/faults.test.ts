@@ -22,7 +22,6 @@ import {
 } from '../../src';
 import { binding } from '../../src/native/binding';
 import { IS_SOFT, Pair, expectThrow, makePair, region, waitFor } from '../support/device';
-import { scaled } from '../support/slow';
 import { MARKER, expectFreshPairWorks, roundTrip } from '../support/verbs-checks';
 
 const describeSoft = IS_SOFT ? describe : describe.skip;
@@ -197,11 +196,12 @@ describeSoft('faults', () => {
         expect(events).toBeLessThanOrEqual(injected + ROUNDS * 5 + 1); // + the marker's
         const wakeups = p.channel.wakeups.total - w0;
         expect(wakeups).toBeGreaterThanOrEqual(Math.ceil(events / 64));
-        // The timers scheduled during the storm fired on time (5 ms asked; 200 ms
-        // allowed, scaled: a bound on lag is a timing bound).
+        // The timers scheduled during the storm all fired: the loop was never
+        // held by the storm. How late they fired is a speed figure (the bench
+        // measures those), not something to assert on a shared machine; the
+        // budget that bounds it is the wakeup count checked above.
         await waitFor(() => lags.length === ROUNDS);
         expect(lags).toHaveLength(ROUNDS);
-        expect(Math.max(...lags)).toBeLessThan(scaled(200));
         // The real completions came through, once each, in order.
         expect(delivered).toEqual(Array.from({ length: ROUNDS * 5 }, (_, i) => i));
         // Acks are batched, never lost: what is owed is less than one batch.
@@ -235,8 +235,7 @@ describeSoft('faults', () => {
         }, 5);
         expect(await waitFor(() => received === TOTAL, 20000)).toBe(true);
         expect(await waitFor(() => firedAt >= 0, 1000)).toBe(true);
-        expect(firedAt).toBeLessThan(scaled(200));
-        // It fired during the storm, not after it.
+        // It fired during the storm, not after it (how late is the bench's business).
         expect(receivedAtTimer).toBeLessThan(TOTAL);
         expect(p.channel.wakeups.total - w0).toBeGreaterThanOrEqual(Math.ceil(TOTAL / 32));
         // One more event through the loop: the storm's were all read, none twice.

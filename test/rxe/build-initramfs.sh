@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds .cache/initramfs.cpio.gz: a static busybox, /init and the cached
-# kernel modules in load order. Cheap (~1 s): run.sh rebuilds it when the
+# kernel modules in load order. Cheap (~1 s): run.js rebuilds it when the
 # kernel cache or /init is newer than the image.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

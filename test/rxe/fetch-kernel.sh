@@ -14,7 +14,9 @@ set -euo pipefail
 # Modules the guest loads; their dependencies are added from modinfo.
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" at run time, and
 # without a modprobe in the guest nothing would load it (so it goes first).
-WANTED="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs ${RXE_EXTRA_MODULES:-}"
+# virtio_net: the pair part's two guests are joined by virtio NICs;
+# rdma_ucm (and through it rdma_cm, ib_cm, iw_cm): /dev/infiniband/rdma_cm.
+WANTED="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs virtio_net rdma_ucm ${RXE_EXTRA_MODULES:-}"
 
 command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && command -v modinfo >/dev/null \
   || rxe_die "fetch-kernel.sh needs apt-get, dpkg-deb and modinfo (kmod): run as root: bash test/rxe/setup.sh"

@@ -41,7 +41,7 @@ echo "$GID_IDX" > "$OUT/gid-index"
 
 # Every file read over 9p costs a round trip through the emulated virtio
 # device: a node start that loads rxjs takes ~20 s from 9p, ~6 s from tmpfs.
-# run.sh packed what node loads (node_modules, dist, the addon, jest's warm
+# run.js packed what node loads (node_modules, dist, the addon, jest's warm
 # transform cache) into one tar: unpack it into the guest's RAM and mount it
 # over the project's folders.
 if [ -f "${RXE_FAST_TAR:-}" ]; then
@@ -60,7 +60,7 @@ has_part() { case " $RXE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has_part jest; then
   log "jest: ${RXE_JEST_ARGS[*]}"
   t=$EPOCHREALTIME
-  # --ci: no snapshot writes. The cache folder is the one run.sh warmed on
+  # --ci: no snapshot writes. The cache folder is the one run.js warmed on
   # the host (same path, so the same transform cache keys), now in tmpfs.
   RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
     timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \

@@ -9,10 +9,10 @@ INITRAMFS=$CACHE_DIR/initramfs.cpio.gz
 
 # Debian packages the harness needs on the host (the guest uses the host's
 # own root file system, so the guest-side tools come from here too).
-RXE_HOST_PACKAGES="qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils libibverbs-dev ibverbs-providers iproute2"
+RXE_HOST_PACKAGES="qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils libibverbs-dev ibverbs-providers iproute2 rdmacm-utils"
 
 # tool -> package that provides it
-RXE_HOST_TOOLS="qemu-system-x86_64:qemu-system-x86 busybox:busybox-static modinfo:kmod rdma:iproute2 ibv_rc_pingpong:ibverbs-utils ibv_devinfo:ibverbs-utils dpkg-deb:dpkg apt-get:apt cpio:cpio gzip:gzip"
+RXE_HOST_TOOLS="qemu-system-x86_64:qemu-system-x86 busybox:busybox-static modinfo:kmod rdma:iproute2 ibv_rc_pingpong:ibverbs-utils ibv_devinfo:ibverbs-utils rping:rdmacm-utils rdma_server:rdmacm-utils rdma_client:rdmacm-utils dpkg-deb:dpkg apt-get:apt cpio:cpio gzip:gzip"
 
 rxe_log() { printf 'rxe: %s\n' "$*" >&2; }
 rxe_die() { printf 'rxe: %s\n' "$*" >&2; exit 1; }
@@ -51,3 +51,6 @@ rxe_require_tools() {
     return 1
   fi
 }
+
+# Run directly (run.js does: bash lib.sh require-tools): the same check.
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = require-tools ]; then rxe_require_tools; exit; fi

@@ -5,7 +5,7 @@
  * so the guest loads all of them into one environment and module registry.
  * Each file's tests run inside a describe block named after the file; the
  * test code is the same that runs on soft0. Not matched by the normal
- * testMatch (no .test.ts): run.sh passes --testMatch for it.
+ * testMatch (no .test.ts): run.js passes --testMatch for it.
  * RXE_NATIVE_FILES (comma-separated names, e.g. qp.test.ts) picks files.
  */
 import * as fs from 'fs';

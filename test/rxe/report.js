@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// Host side of the rxe harness: reads what the guest left in the results
-// share (jest.json, interop.tsv, status), prints the interop table and the
-// failed tests, writes one merged report in jest --json format (the interop
-// cases as the suite "test/rxe/interop", so CI's sum counts them), and prints
-// the one summary line last. Exit status 1 when anything failed or is missing.
+// Host side of the rxe harness: reads what the guests left in the results
+// share (jest.json, interop.tsv, pair.tsv, status), prints the interop table
+// and the failed tests, writes one merged report in jest --json format (the
+// interop and pair cases as the suites "test/rxe/interop" and
+// "test/rxe/pair", so CI's sum counts them), and prints the one summary line
+// last. Exit status 1 when anything failed or is missing.
 // usage: report.js OUT_DIR "PARTS" GUEST_RC [OUTPUT_FILE] [SECONDS] [VERBOSE]
 'use strict';
 const fs = require('fs');
@@ -122,6 +123,33 @@ if (ran && parts.includes('interop')) {
   }
 }
 
+// --- pair: two guests ---------------------------------------------------------
+let pairLine = '';
+if (ran && parts.includes('pair')) {
+  const rows = (read('pair-b/pair.tsv') ?? '').trim().split('\n').slice(1).filter(Boolean).map((l) => l.split('\t'));
+  if (rows.length === 0) {
+    problems.push('the pair part produced no results (see test/rxe/.cache/out/pair-*/console.log)');
+    addSuite('test/rxe/pair', [], 'no pair results');
+    pairLine = 'pair: NO RESULTS';
+  } else {
+    const status = { PASS: 'passed', FAIL: 'failed', SKIP: 'pending' };
+    const tests = rows.map(([name, result, secs, src, crc, note]) => ({
+      ancestorTitles: ['pair'], title: name, fullName: `pair ${name}`,
+      status: status[result] ?? 'failed', duration: Math.round(Number(secs) * 1000),
+      failureMessages: result === 'FAIL' ? [`server rc ${src}, client rc ${crc}: ${note}; logs: test/rxe/.cache/out/pair-b/pair/`] : [],
+    }));
+    for (const [name, result, , , , note] of rows) {
+      if (result !== 'PASS') console.log(`rxe: pair ${result === 'SKIP' ? 'SKIPPED' : 'FAILED'} ${name}: ${note}`);
+    }
+    addSuite('test/rxe/pair', tests);
+    const passed = tests.filter((t) => t.status === 'passed').length;
+    const skipped = tests.filter((t) => t.status === 'pending').length;
+    const secs = partStatus.pair ? ` in ${partStatus.pair.secs}s` : '';
+    pairLine = `pair ${passed}/${tests.length - skipped} passed${skipped ? ` (${skipped} skipped)` : ''}${secs}`;
+    if (passed + skipped !== tests.length || partStatus.pair?.rc) problems.push('pair failed');
+  }
+}
+
 if (guestRc !== 0 && problems.length === 0) problems.push(`the guest exited with status ${guestRc}`);
 if (problems.length > 0 && report.numFailedTests === 0 && report.numFailedTestSuites === 0) {
   // make sure whoever sums the report sees the failure
@@ -131,6 +159,6 @@ report.success = problems.length === 0;
 if (outputFile) fs.writeFileSync(outputFile, JSON.stringify(report));
 
 const verdict = problems.length === 0 ? 'PASS' : `FAIL (${problems.join('; ')})`;
-const pieces = [jestLine, interopLine].filter(Boolean).join(' | ');
+const pieces = [jestLine, interopLine, pairLine].filter(Boolean).join(' | ');
 console.log(`rxe: ${verdict}${pieces ? ` — ${pieces}` : ''}${secondsArg ? ` — ${secondsArg}s total` : ''}`);
 process.exit(problems.length === 0 ? 0 : 1);

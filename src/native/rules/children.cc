@@ -17,6 +17,8 @@ constexpr KindInfo kInfo[kKinds] = {
     {"MR", "ibv_dereg_mr"},
     {"PD", "ibv_dealloc_pd"},
     {"completion channel", "ibv_destroy_comp_channel"},
+    {"CM id", "rdma_destroy_id"},
+    {"CM event channel", "rdma_destroy_event_channel"},
     {"context", "ibv_close_device"},
 };
 

@@ -16,7 +16,7 @@
 namespace rxv {
 namespace rules {
 
-enum class Kind : uint8_t { kQp, kCq, kMr, kPd, kChannel, kContext };
+enum class Kind : uint8_t { kQp, kCq, kMr, kPd, kChannel, kCmId, kCmChannel, kContext };
 constexpr size_t kKinds = static_cast<size_t>(Kind::kContext) + 1;
 
 // Lower goes first at teardown.

@@ -217,9 +217,10 @@ void IbvContext::destroy() {
   rules::RefuseBusy(rules::Kind::kContext, st_->children.Open());
   st_->ack_pending_locked(nullptr);
   errno = 0;
-  int ret = st_->api->close_device(st_->ctx);
+  int ret = st_->borrowed ? 0 : st_->api->close_device(st_->ctx);
   if (ret != 0) fail(ret > 0 ? ret : errno, "ibv_close_device", st_->device);
   st_->ctx = nullptr;
+  st_->keep.reset();
 }
 
 }  // namespace ibv
