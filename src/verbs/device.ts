@@ -19,9 +19,14 @@ export interface SoftDeviceOptions {
   maxSge?: number;
   /** Most inline bytes per send (default 256). */
   maxInline?: number;
+  /**
+   * Numeric IPv4/IPv6 addresses the soft CM answers on for this device
+   * (none by default), so `listen()` / `connect()` reach it by address.
+   */
+  addresses?: string[];
 }
 
-const SOFT_DEVICE_KEYS = ['name', 'ports', 'maxCqe', 'maxQpWr', 'maxSge', 'maxInline'] as const;
+const SOFT_DEVICE_KEYS = ['name', 'ports', 'maxCqe', 'maxQpWr', 'maxSge', 'maxInline', 'addresses'] as const;
 
 /**
  * Lists RDMA devices: real ones through rdma-core (none where it is absent),

@@ -1,5 +1,4 @@
 import { expectCleanExit, runFixture } from '../support/fixture-child';
-import { binding } from '../../src/native/binding';
 import { scaled } from '../support/slow';
 
 interface Report {
@@ -8,12 +7,8 @@ interface Report {
   workers?: Array<{ id: number; seen: string[] }>;
 }
 
-// TODO(issue 15): unconditional once the native CM (h-cmnative) is merged.
-const nativeCm = typeof (binding() as unknown as Record<string, unknown>).createCmChannel === 'function';
-const describeCm = nativeCm ? describe : describe.skip;
-
 /** Listeners and connections hold the process like sockets, until closed or unref'd; the API works in workers. */
-describeCm('connection lifetimes (child processes, soft0)', () => {
+describe('connection lifetimes (child processes, soft0)', () => {
   const HANG = scaled(20_000);
 
   it('lets the process exit once everything is closed', async () => {

@@ -19,22 +19,15 @@ import {
   rearm,
   drainCq,
   DeviceRemovedError,
+  createSoftDevice,
 } from '../../src';
-import { binding } from '../../src/native/binding';
 import { scaled } from '../support/slow';
 
 /**
  * The connection API (src/cm) end to end on soft0 over the soft CM: the
  * same code the virtual CM's unit tests drive, now with real ids, real
  * events and real data moving between QPs made on the CM's device.
- *
- * TODO(issue 15): runs once the native CM (soft CM + librdmacm, branch
- * h-cmnative) is merged; until then the addon has no createCmChannel and
- * this suite skips.
  */
-const nativeCm = typeof (binding() as unknown as Record<string, unknown>).createCmChannel === 'function';
-const describeCm = nativeCm ? describe : describe.skip;
-
 const HOST = '127.0.0.1';
 const SLOT = 256;
 
@@ -94,7 +87,7 @@ function openFds(): number {
   return fs.readdirSync('/proc/self/fd').length;
 }
 
-describeCm('connections on soft0 over the soft CM', () => {
+describe('connections on soft0 over the soft CM', () => {
   it('soft0 answers on loopback, so the soft CM is the default there', () => {
     expect(softCmAddresses().soft0).toEqual(expect.arrayContaining(['127.0.0.1', '::1']));
   });
@@ -290,7 +283,7 @@ describeCm('connections on soft0 over the soft CM', () => {
 
   it('device removal ends the connection, the listener and the CQ streams of that device with a typed error', async () => {
     const name = `softcm-rm${process.pid}`;
-    (binding().createSoftDevice as (o: object) => void)({ name, addresses: ['198.19.9.2'] });
+    createSoftDevice({ name, addresses: ['198.19.9.2'] });
     const listener = listen({ host: '198.19.9.2', port: 0 });
     const requestsEnd = lastValueFrom(listener.requests$).catch((e: unknown) => e);
     const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
@@ -312,7 +305,8 @@ describeCm('connections on soft0 over the soft CM', () => {
 
   it('connects from the local address asked for (another soft device)', async () => {
     const name = `softcm-src${process.pid}`;
-    (binding().createSoftDevice as (o: object) => void)({ name, addresses: ['198.19.9.3'] });
+    createSoftDevice({ name, addresses: ['198.19.9.3'] });
+    expect(softCmAddresses()[name]).toEqual(['198.19.9.3']);
     const listener = listen({ host: HOST, port: 0 });
     const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
     const client = await connect({ host: HOST, port: listener.address!.port, localHost: '198.19.9.3' });

@@ -90,10 +90,7 @@ describe('README', () => {
     new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
   });
 
-  // TODO(issue 15): unconditional once the native CM (h-cmnative) is merged;
-  // until then an addon without createCmChannel cannot run it.
-  const nativeCm = typeof (require('../../src/native/binding').binding() as Record<string, unknown>).createCmChannel === 'function';
-  (nativeCm ? it : it.skip)('runs the connections example as written, on soft0 over the soft CM', async () => {
+  it('runs the connections example as written, on soft0 over the soft CM', async () => {
     const block = blocks.find((b) => b.heading === '## Connections (rdma_cm)' && b.code.includes('listen('));
     expect(block).toBeDefined();
     const r = await runTs(block!.code);
