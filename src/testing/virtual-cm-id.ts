@@ -103,7 +103,7 @@ export class VirtualCmId implements CmIdPort {
     this.fabric.reject(this, privateData ?? new Uint8Array(0));
   }
 
-  /** Answers `CONNECT_RESPONSE`: both sides get `ESTABLISHED` after one hop. */
+  /** Answers `CONNECT_RESPONSE`: the passive side gets `ESTABLISHED` after one hop. */
   establish(): void {
     this.check('establish', 'connecting');
     this.state = 'connected';

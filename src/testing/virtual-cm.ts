@@ -295,7 +295,8 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
       if (passive!.state === 'accepting') passive!.state = 'connected';
       return event('ESTABLISHED', passive!, { privateData: copy(id.sent?.privateData), qpNum: id.sent?.qpNum ?? 0 });
     });
-    this.later(id, () => event('ESTABLISHED', id));
+    // Like the kernel's rdma_cm, the active side hears nothing more: its
+    // establish() is the end of its set-up.
   }
 
   /** @internal */
