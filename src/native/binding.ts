@@ -340,7 +340,11 @@ export declare class NativeCmId {
   connect(param: NativeCmConnParam): void;
   accept(param: NativeCmConnParam): void;
   reject(privateData?: Uint8Array): void;
-  /** Answers CONNECT_RESPONSE once the QP is in RTS (`rdma_establish`). */
+  /**
+   * Answers CONNECT_RESPONSE once the QP is in RTS (`rdma_establish`). The
+   * connection is then up on this side: no ESTABLISHED event follows here
+   * (only the passive side gets one), as rdma_cm does for ids without a QP.
+   */
   establish(): void;
   disconnect(): void;
   /** Later events go to `channel` (`rdma_migrate_id`). */

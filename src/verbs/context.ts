@@ -189,9 +189,9 @@ export class Context {
   }
 
   /**
-   * Closes everything made from this context in the safe teardown order
-   * (events acked first, then QPs, CQs, MRs, PDs and channels), then the
-   * device (`ibv_close_device`). Idempotent.
+   * Closes everything made from this context, its CQs' read events acked
+   * first, kind by kind in the safe teardown order (`TEARDOWN_ORDER`), then
+   * the device (`ibv_close_device`). Idempotent.
    */
   close(): void {
     if (this.native.closed) return;

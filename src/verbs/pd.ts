@@ -116,7 +116,7 @@ export class Pd {
     return this.children.add('QP', new Qp(native, this, sendCq, recvCq));
   }
 
-  /** Closes its QPs and MRs (newest first), then deallocates (`ibv_dealloc_pd`). Idempotent. */
+  /** Closes its QPs and MRs in the teardown order, then deallocates (`ibv_dealloc_pd`). Idempotent. */
   close(): void {
     if (this.native.closed) return;
     this.children.closeAll();

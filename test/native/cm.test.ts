@@ -152,8 +152,11 @@ describe('soft CM: the connection sequence', () => {
       id.modifyQp(ce.qp.native, QpState.RTR);
       id.modifyQp(ce.qp.native, QpState.RTS);
       id.establish();
-      await client.next(CmEvent.ESTABLISHED);
       await server.next(CmEvent.ESTABLISHED);
+      // The active side hears nothing more: as with rdma_cm, whose kernel
+      // reports no ESTABLISHED to an id that has no QP attached.
+      await new Promise((r) => setTimeout(r, 20));
+      expect(client.pending).toBe(0);
       expect(await exchange(ce, se, 4)).toBe(8);
       ce.close();
       se.close();
@@ -406,7 +409,6 @@ describe('soft CM: endings and failures', () => {
       id.modifyQp(ce.qp.native, QpState.RTS);
       id.establish();
       await server.next(CmEvent.ESTABLISHED);
-      await client.next(CmEvent.ESTABLISHED);
 
       se.ctx.faults.deviceFatal();
       const removed = [await server.next(CmEvent.DEVICE_REMOVAL), await server.next(CmEvent.DEVICE_REMOVAL)];
@@ -503,7 +505,6 @@ describe('soft CM: channels', () => {
       req.id.accept({ qpNum: 0x34 });
       await client.next(CmEvent.CONNECT_RESPONSE);
       id.establish();
-      await client.next(CmEvent.ESTABLISHED);
       await server.next(CmEvent.ESTABLISHED);
       id.close();
       await server.next(CmEvent.DISCONNECTED);

@@ -143,8 +143,9 @@ async function client(b, log, target) {
   const resp = await log.next(EV.CONNECT_RESPONSE);
   id.modifyQp(e.qp.native, RTR);
   id.modifyQp(e.qp.native, RTS);
+  // The active side of a connection whose QP is not attached to the id gets
+  // no ESTABLISHED: rdma_establish sends the RTU and that is the end of it.
   id.establish();
-  await log.next(EV.ESTABLISHED);
   const verified = await exchange(e, 'client', 'server');
   id.disconnect();
   await log.next(EV.DISCONNECTED);

@@ -48,6 +48,13 @@ const rping = (server, client) => ({
   client: { on: client, cmd: 'rping -c -a "$RXV_PEER" -p "$RXV_PORT" -C 10 -v', expect: pings(10, 'client'), exit: RPING_EXIT },
 });
 
+// rping -q: QPs made by the program and moved with rdma_init_qp_attr, the
+// way rx-verbs connects (its baseline on these guests).
+const rpingQ = {
+  name: 'rping -q (self-created QPs): server on a, client on b, 10 pings',
+  server: { on: 'a', cmd: 'rping -q -s -a "$RXV_SELF" -p "$RXV_PORT" -C 10 -v', expect: pings(10, 'server'), exit: RPING_EXIT },
+  client: { on: 'b', cmd: 'rping -q -c -a "$RXV_PEER" -p "$RXV_PORT" -C 10 -v', expect: pings(10, 'client'), exit: RPING_EXIT },
+};
 const rdmaServer = (server, client) => ({
   name: `rdma_server on ${server}, rdma_client on ${client}`,
   server: { on: server, cmd: 'rdma_server -s "$RXV_SELF" -p "$RXV_PORT"', expect: [/^rdma_server: end 0$/] },
@@ -67,11 +74,11 @@ const pingpong = {
 // Our raw-binding rdma_cm pair over librdmacm (many connections, data verified).
 const CM_PAIR = path.join(root, 'test', 'rxe', 'cm-pair.js');
 const cmPair = {
-  name: 'cm-pair.js: server on a, client on b, 100 connections',
+  name: 'cm-pair.js: server on a, client on b, 100 messages each way',
   timeout: 240,
   skip: () => (fs.existsSync(CM_PAIR) ? undefined : 'test/rxe/cm-pair.js (the rdma_cm pair over librdmacm) is not in this checkout yet'),
-  server: { on: 'a', cmd: 'node test/rxe/cm-pair.js server "$RXV_SELF" "$RXV_PORT" 100' },
-  client: { on: 'b', cmd: 'node test/rxe/cm-pair.js client "$RXV_PEER" "$RXV_PORT" 100' },
+  server: { on: 'a', cmd: 'node test/rxe/cm-pair.js server "$RXV_SELF" "$RXV_PORT" 100', expect: [/^cm-pair server ok: 100 messages each way verified over rdmacm/] },
+  client: { on: 'b', cmd: 'node test/rxe/cm-pair.js client "$RXV_PEER" "$RXV_PORT" 100', expect: [/^cm-pair client ok: 100 messages each way verified over rdmacm/] },
 };
 
 // Faults. rping -C 0 pings until stopped.
@@ -107,6 +114,7 @@ module.exports = [
   rdmaServer('a', 'b'),
   rdmaServer('b', 'a'),
   pingpong,
+  rpingQ,
   cmPair,
   peerKilled,
   linkDown,

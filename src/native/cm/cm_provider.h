@@ -12,7 +12,10 @@
 //   them with Pd::create_rc_qp on the id's device and moves them with
 //   Id::modify_qp, so the verbs path (fast path, operators) is the same for
 //   connected and hand-wired QPs. Hence the active side answers
-//   CONNECT_RESPONSE with establish() (rdma_establish).
+//   CONNECT_RESPONSE with establish() (rdma_establish), and gets no
+//   ESTABLISHED event after it: the kernel reports none to an id without a
+//   QP (librdmacm makes that event itself only for ids that own one). The
+//   passive side gets ESTABLISHED when the RTU arrives.
 #pragma once
 
 #include <cstdint>

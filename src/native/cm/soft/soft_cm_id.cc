@@ -394,8 +394,11 @@ void SoftCmId::establish() {
   IdState* p = s->peer_id;
   s->st = St::Connected;
   p->st = St::Connected;
+  // Only the passive side hears of it (the RTU arrived). The active side
+  // gets no event: with no QP attached to its id, rdma_establish sends the
+  // RTU and the kernel reports nothing more (librdmacm's ESTABLISHED on
+  // that side is made by librdmacm itself, only for ids that own a QP).
   push_event(p->ch.get(), make_event(event_type::ESTABLISHED, p));
-  push_event(s->ch.get(), make_event(event_type::ESTABLISHED, s));
 }
 
 void SoftCmId::disconnect() {
