@@ -4,5 +4,6 @@
  */
 export * from './verbs';
 export * from './observables';
+export * from './cm';
 export * from './operators';
 export * from './completion';

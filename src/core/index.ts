@@ -9,3 +9,5 @@ export * from './errors';
 export { WcBatch, WC_BYTES } from './wc-batch';
 export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
 export type { CqLike, CqEvent, Takeable } from './types';
+export * from './cm';
+export * from './cm-errors';

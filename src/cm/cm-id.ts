@@ -1,0 +1,114 @@
+import type { NativeCmId } from '../native/binding';
+import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
+import { Context } from '../verbs/context';
+import type { CmChannel } from './cm-channel';
+
+/**
+ * The wrapper of each native id, so events (which name native ids) reach
+ * it. Weak: an entry goes with its native id.
+ * @internal
+ */
+export const cmIdOwners = new WeakMap<NativeCmId, CmId>();
+
+/**
+ * An `rdma_cm_id` of the native CM (librdmacm or the soft CM). Never has a
+ * QP attached: the connection's QP is made on {@link CmId.openContext}'s
+ * device and moved with `native.modifyQp`.
+ */
+export class CmId implements CmIdPort {
+  /** @internal */
+  readonly native: NativeCmId;
+  private current: CmChannel;
+
+  /** @internal */
+  constructor(native: NativeCmId, channel: CmChannel) {
+    this.native = native;
+    this.current = channel;
+    cmIdOwners.set(native, this);
+  }
+
+  /** The channel its events arrive on. */
+  get channel(): CmChannel {
+    return this.current;
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** The local address, once bound or resolved. */
+  get localAddress(): CmAddress | null {
+    return this.native.localAddress;
+  }
+
+  /** The peer's address, once resolved or connected. */
+  get peerAddress(): CmAddress | null {
+    return this.native.peerAddress;
+  }
+
+  /** `rdma_bind_addr`. */
+  bind(addr: CmAddress): void {
+    this.native.bind({ host: addr.host, port: addr.port });
+  }
+
+  /** `rdma_listen`. */
+  listen(backlog: number): void {
+    this.native.listen(backlog);
+  }
+
+  /** `rdma_resolve_addr`. */
+  resolveAddr(dst: CmAddress, timeoutMs: number): void {
+    this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs);
+  }
+
+  /** `rdma_resolve_route`. */
+  resolveRoute(timeoutMs: number): void {
+    this.native.resolveRoute(timeoutMs);
+  }
+
+  /** A context on the id's device (librdmacm: the CM's own `ibv_context`). */
+  openContext(): Context {
+    return new Context(this.native.openContext());
+  }
+
+  /** `rdma_connect`. */
+  connect(param: CmConnParam): void {
+    this.native.connect({ ...param });
+  }
+
+  /** `rdma_accept`. */
+  accept(param: CmConnParam): void {
+    this.native.accept({ ...param });
+  }
+
+  /** `rdma_reject`. */
+  reject(privateData?: Uint8Array): void {
+    this.native.reject(privateData);
+  }
+
+  /** `rdma_establish`. */
+  establish(): void {
+    this.native.establish();
+  }
+
+  /** `rdma_disconnect`. */
+  disconnect(): void {
+    this.native.disconnect();
+  }
+
+  /** `rdma_migrate_id`: later events go to `channel`. */
+  migrate(channel: CmChannelPort): void {
+    const target = channel as CmChannel;
+    if (typeof target !== 'object' || target === null || !('native' in target) || target.provider !== this.current.provider) {
+      throw new TypeError(`an id can only migrate to a CM channel of its own provider (${this.current.provider})`);
+    }
+    this.native.migrate(target.native);
+    this.current = target;
+  }
+
+  /** `rdma_destroy_id`; never blocks (events are acked when read). Idempotent. */
+  close(): void {
+    if (!this.native.closed) this.native.close();
+  }
+}

@@ -1,0 +1,162 @@
+import { firstValueFrom, Observable } from 'rxjs';
+import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
+import { ConnectTimeoutError } from '../core/cm-errors';
+import { attempt, Connection } from './connection';
+import { setupFailure } from './failures';
+import type { VerbsResourceOptions, VerbsResources } from './native-port';
+import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
+import { SharedCmChannel } from './router';
+import { checkHost, checkMs, checkPort, checkPrivateData } from './validate';
+
+/** Address and route resolution each get at most this long (the rest of `timeoutMs` is ours). */
+const RESOLVE_MS = 2000;
+
+/**
+ * Connects to a listener (`rdma_cm` active side) as a cold Observable:
+ * each subscription makes one attempt — resolve the address and the route,
+ * make the PD, CQs (on a completion channel) and QP on the CM's device,
+ * connect, move the QP to RTS, establish — then emits the
+ * {@link Connection} and completes. Unsubscribing before that cancels the
+ * attempt and releases everything it made, so `retry`, `timeout` and
+ * `switchMap` compose reconnect and failover logic.
+ *
+ * ```
+ * connect$({ host, port }):  ----(c|)       established
+ *                            ----#          ConnectionRejectedError, UnreachableError,
+ *                                           AddressResolutionError, ConnectTimeoutError, ...
+ * ```
+ *
+ * ## Example
+ * ```ts
+ * const conn = await firstValueFrom(
+ *   connect$({ host: '192.0.2.1', port: 7471 }).pipe(retry({ count: 5, delay: (_e, n) => timer(100 * 2 ** n) })),
+ * );
+ * ```
+ * @param options `host` and `port` of the listener; `privateData` (at most
+ *   56 bytes); `timeoutMs` (default 10000); `provider` or `cm`; the verbs
+ *   options (`pd`, `sendCq`, `recvCq`, `channel`, `cqe`, `cap`).
+ * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
+ * @see {@link connect}
+ */
+export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
+export function connect$<R extends ConnectionResources, O extends object>(
+  options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
+): Observable<Connection<R>>;
+export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
+  const opts = copyObject(options, 'options');
+  const host = checkHost(opts.host);
+  const port = checkPort(opts.port, false);
+  const privateData = checkPrivateData(opts.privateData, 'connect');
+  const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
+  const scheduler = schedulerOf(opts.scheduler);
+  const cm = portFor<R, object>(opts, host);
+  const peer = { host, port };
+
+  return new Observable<Connection<R>>((subscriber) => {
+    let shared: SharedCmChannel | undefined;
+    let id: CmIdPort | undefined;
+    let resources: R | undefined;
+    let settled = false;
+
+    const cleanup = () => {
+      timer.unsubscribe();
+      if (resources) attempt(() => cm.releaseResources(resources!));
+      if (id) {
+        shared?.off(id);
+        attempt(() => id!.close());
+      }
+      if (shared) attempt(() => shared!.release());
+    };
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      subscriber.error(error);
+    };
+    const established = (e: CmEvent) => {
+      settled = true;
+      timer.unsubscribe();
+      const connection = new Connection<R>({
+        port: cm,
+        id: id!,
+        resources: resources!,
+        channels: [shared!],
+        privateData: e.privateData,
+        peerAddress: id!.peerAddress ?? peer,
+        localAddress: id!.localAddress,
+      });
+      subscriber.next(connection);
+      subscriber.complete();
+    };
+    const onEvent = (e: CmEvent) => {
+      if (settled) return;
+      try {
+        switch (e.type) {
+          case 'ADDR_RESOLVED':
+            id!.resolveRoute(Math.min(RESOLVE_MS, timeoutMs));
+            return;
+          case 'ROUTE_RESOLVED':
+            resources = cm.createResources(id!, opts);
+            cm.modifyQp(id!, resources, 'INIT');
+            id!.connect({ qpNum: resources.qpNum, privateData });
+            return;
+          case 'CONNECT_RESPONSE':
+            cm.modifyQp(id!, resources!, 'RTR');
+            cm.modifyQp(id!, resources!, 'RTS');
+            id!.establish();
+            established(e);
+            return;
+          case 'ESTABLISHED':
+            // A CM that establishes on its own (the QP already moved) ends set-up here.
+            if (resources?.qp) established(e);
+            return;
+          default: {
+            const error = setupFailure(e, peer);
+            if (error) fail(error);
+          }
+        }
+      } catch (err) {
+        fail(err);
+      }
+    };
+
+    const timer = scheduler.schedule(() => fail(new ConnectTimeoutError(timeoutMs, peer)), timeoutMs);
+    try {
+      shared = new SharedCmChannel(cm.createChannel(host)).acquire();
+      id = shared.channel.createId();
+      shared.on(id, onEvent);
+      id.resolveAddr(peer, Math.min(RESOLVE_MS, timeoutMs));
+    } catch (err) {
+      fail(err);
+    }
+    return () => {
+      if (!settled) {
+        settled = true;
+        cleanup();
+      }
+    };
+  });
+}
+
+/**
+ * Connects to a listener: {@link connect$} as a Promise.
+ *
+ * ## Example
+ * ```ts
+ * const conn = await connect({ host: '127.0.0.1', port: 7471, privateData: 'hello' });
+ * conn.qp.postSend(...);
+ * conn.close();
+ * ```
+ * @returns the established connection; rejects with a typed error
+ *   (`ConnectionRejectedError`, `UnreachableError`, `AddressResolutionError`,
+ *   `RouteResolutionError`, `ConnectError`, `ConnectTimeoutError`,
+ *   `DeviceRemovedError`) with everything released.
+ * @throws TypeError / RangeError (synchronously) for bad options.
+ */
+export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
+export function connect<R extends ConnectionResources, O extends object>(
+  options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
+): Promise<Connection<R>>;
+export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
+  return firstValueFrom(connect$(options) as Observable<Connection<ConnectionResources>>);
+}

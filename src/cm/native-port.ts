@@ -1,0 +1,184 @@
+import { binding } from '../native/binding';
+import type { CmIdPort, CmPort, CmQpState, ConnectionResources } from '../core/cm';
+import type { Context } from '../verbs/context';
+import type { Pd } from '../verbs/pd';
+import { Cq } from '../verbs/cq';
+import { CompletionChannel } from '../verbs/channel';
+import type { Qp, QpCapOptions } from '../verbs/qp';
+import { CmChannel } from './cm-channel';
+import { CmId } from './cm-id';
+
+/** Which native CM serves an address: librdmacm, or the in-process soft CM of soft devices. */
+export type CmProvider = 'rdmacm' | 'soft';
+
+/**
+ * The verbs objects of a connection on the native CM. Those the caller
+ * brought (`pd`, `sendCq`, `recvCq`, `channel`) are borrowed: closing the
+ * connection never closes them.
+ */
+export interface VerbsResources extends ConnectionResources {
+  /** The device context (the CM's own for librdmacm); the PD's when one was brought. */
+  readonly context: Context;
+  readonly pd: Pd;
+  /** The completion channel of the CQs (usable with `events$` and the operators). */
+  readonly channel: CompletionChannel | undefined;
+  readonly sendCq: Cq;
+  readonly recvCq: Cq;
+  readonly qp: Qp;
+}
+
+/** Options of a connection's verbs resources (on `connect` and `accept`). */
+export interface VerbsResourceOptions {
+  /** A PD to use (borrowed); it must be on the connection's device. Default: a new one. */
+  pd?: Pd;
+  /** A send CQ to use (borrowed). Default: a new one on `channel`. */
+  sendCq?: Cq;
+  /** A receive CQ to use (borrowed). Default: the send CQ when it was made here, else a new one. */
+  recvCq?: Cq;
+  /** The completion channel for the CQs made here (borrowed). Default: a new one. */
+  channel?: CompletionChannel;
+  /** Depth of the CQs made here (default 256). */
+  cqe?: number;
+  /** QP capacities (default: 64 WRs each way, 1 SGE, no inline). */
+  cap?: QpCapOptions;
+}
+
+const QP_STATES: Record<CmQpState, number> = { INIT: 1, RTR: 2, RTS: 3, ERR: 6 };
+
+interface Owned {
+  context: boolean;
+  pd: boolean;
+  channel: boolean;
+  sendCq: boolean;
+  recvCq: boolean;
+}
+
+class NativeResources implements VerbsResources {
+  constructor(
+    readonly context: Context,
+    readonly pd: Pd,
+    readonly channel: CompletionChannel | undefined,
+    readonly sendCq: Cq,
+    readonly recvCq: Cq,
+    readonly qp: Qp,
+    readonly owned: Owned,
+  ) {}
+  get qpNum(): number {
+    return this.qp.qpNum;
+  }
+  get closed(): boolean {
+    return this.qp.closed;
+  }
+}
+
+/** Whether librdmacm can be used here, and if not, why (names what is missing). */
+export function rdmacmStatus(): { available: boolean; reason?: string } {
+  return binding().rdmacmStatus();
+}
+
+/** The addresses the soft CM answers on, per soft device (`{ soft0: ['127.0.0.1', '::1'] }`). */
+export function softCmAddresses(): Record<string, string[]> {
+  return binding().softCmAddresses();
+}
+
+/**
+ * The CM that serves `host` unless told: the soft CM for addresses a soft
+ * device answers on, librdmacm for every other.
+ */
+export function cmProviderFor(host: string, provider?: CmProvider): CmProvider {
+  if (provider !== undefined) {
+    if (provider !== 'soft' && provider !== 'rdmacm') throw new TypeError(`provider must be 'soft' or 'rdmacm', got ${String(provider)}`);
+    return provider;
+  }
+  for (const hosts of Object.values(softCmAddresses())) if (hosts.includes(host)) return 'soft';
+  return 'rdmacm';
+}
+
+/** A native CM event channel of `provider`, or an ENODEV error naming what is missing. */
+export function createCmChannel(provider: CmProvider): CmChannel {
+  if (provider === 'rdmacm') {
+    const status = rdmacmStatus();
+    if (!status.available) {
+      const error = new Error(`rdma_cm is not available here: ${status.reason ?? 'librdmacm.so.1 could not be loaded'}`);
+      (error as NodeJS.ErrnoException).code = 'ENODEV';
+      throw error;
+    }
+  }
+  return new CmChannel(binding().createCmChannel(provider));
+}
+
+function asCmId(id: CmIdPort): CmId {
+  if (!(id instanceof CmId)) throw new TypeError('the native CM drives only its own ids');
+  return id;
+}
+
+/**
+ * The native CM as the port `listen()` / `connect()` drive: channels of one
+ * provider, and connection resources made with the verbs classes on the
+ * id's device.
+ */
+export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions> {
+  constructor(readonly provider: CmProvider) {}
+
+  createChannel(): CmChannel {
+    return createCmChannel(this.provider);
+  }
+
+  createResources(id: CmIdPort, options: VerbsResourceOptions): VerbsResources {
+    const cmId = asCmId(id);
+    const { pd: givenPd, sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap } = options;
+    const owned: Owned = { context: !givenPd, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: false };
+    const context = givenPd ? givenPd.context : cmId.openContext();
+    try {
+      const pd = givenPd ?? context.allocPd();
+      let channel = givenChannel ?? givenSend?.channel;
+      const needCq = !givenSend || !givenRecv;
+      if (needCq && !channel) {
+        channel = context.createCompChannel();
+        owned.channel = true;
+      }
+      const sendCq = givenSend ?? context.createCq({ cqe, channel });
+      let recvCq = givenRecv;
+      if (!recvCq) {
+        recvCq = givenSend ? context.createCq({ cqe, channel }) : sendCq;
+        owned.recvCq = !!givenSend;
+      }
+      const qp = pd.createQp({
+        sendCq,
+        recvCq,
+        cap: { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 1, maxRecvSge: 1, ...cap },
+      });
+      return new NativeResources(context, pd, channel, sendCq, recvCq, qp, owned);
+    } catch (err) {
+      if (owned.context) context.close();
+      throw err;
+    }
+  }
+
+  modifyQp(id: CmIdPort, resources: VerbsResources, state: CmQpState): void {
+    asCmId(id).native.modifyQp(resources.qp.native, QP_STATES[state]);
+  }
+
+  failResources(resources: VerbsResources, error: Error): void {
+    resources.sendCq.fail(error);
+    resources.recvCq.fail(error);
+    resources.channel?.fail(error);
+  }
+
+  releaseResources(resources: VerbsResources): void {
+    const r = resources as NativeResources;
+    if (r.owned.context) {
+      // Everything here was made on this context: it closes all in the safe order.
+      r.context.close();
+      return;
+    }
+    r.qp.close();
+    for (const cq of [r.owned.recvCq ? r.recvCq : undefined, r.owned.sendCq ? r.sendCq : undefined]) {
+      if (!cq || cq.closed) continue;
+      if (cq.unacked > 0) cq.ack(cq.unacked);
+      cq.close();
+    }
+    if (r.owned.channel) r.channel?.close();
+    if (r.owned.pd) r.pd.close();
+  }
+}

@@ -1,0 +1,79 @@
+import { asyncScheduler, SchedulerLike } from 'rxjs';
+import type { CmPort, ConnectionResources } from '../core/cm';
+import { describe } from '../verbs/validate';
+import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions } from './native-port';
+
+/** Options every connection call shares. */
+export interface CmCommonOptions {
+  /** Which native CM (default: the soft CM for addresses a soft device answers on, librdmacm otherwise). */
+  provider?: CmProvider;
+  /** A CM to use instead of the native one, e.g. the testing kit's virtual CM. */
+  cm?: CmPort<ConnectionResources, never>;
+}
+
+/** Options of {@link connect} and {@link connect$}. */
+export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions {
+  /** The peer's numeric IPv4 or IPv6 address. */
+  host: string;
+  /** The port it listens on. */
+  port: number;
+  /** Sent with the connect request: at most 56 bytes (a string is sent as UTF-8). */
+  privateData?: Uint8Array | string;
+  /**
+   * Ours: the whole set-up must finish within this many ms (default 10000),
+   * else {@link ConnectTimeoutError} with everything released. The kernel
+   * alone would retry for about a minute.
+   */
+  timeoutMs?: number;
+  /** The scheduler the timeout runs on (default `asyncScheduler`; marble tests use virtual time). */
+  scheduler?: SchedulerLike;
+}
+
+/** Options of {@link listen}. */
+export interface ListenOptions extends CmCommonOptions {
+  /** The numeric address to listen on (`'0.0.0.0'` / `'::'`: every RDMA device's, librdmacm only). */
+  host: string;
+  /** The port; 0 picks a free one (see `listener.address`). */
+  port: number;
+  /** Requests the CM queues before the application answers (default 128). */
+  backlog?: number;
+}
+
+/** Options of `request.accept()`. */
+export interface AcceptOptions extends VerbsResourceOptions {
+  /** Sent with the accept: at most 196 bytes. */
+  privateData?: Uint8Array | string;
+  /**
+   * Move the new connection's id to its own CM channel (default true), so
+   * closing the listener never touches it. With false it stays on the
+   * listener's channel, which then closes with the last of them.
+   */
+  ownChannel?: boolean;
+}
+
+/** The CM port a call uses: the one given, or the native CM that serves `host`. */
+export function portFor<R extends ConnectionResources, O extends object>(options: CmCommonOptions, host: string): CmPort<R, O> {
+  if (options.cm !== undefined) {
+    const cm = options.cm as unknown as CmPort<R, O>;
+    if (typeof cm !== 'object' || cm === null || typeof cm.createChannel !== 'function') {
+      throw new TypeError(`cm must be a CM port (e.g. virtualCm() from rx-verbs/testing), got ${describe(cm)}`);
+    }
+    return cm;
+  }
+  return new NativeCmPort(cmProviderFor(host, options.provider)) as unknown as CmPort<R, O>;
+}
+
+/** The scheduler option, checked. */
+export function schedulerOf(value: unknown): SchedulerLike {
+  if (value === undefined) return asyncScheduler;
+  if (typeof value !== 'object' || value === null || typeof (value as SchedulerLike).schedule !== 'function') {
+    throw new TypeError(`scheduler must be an RxJS SchedulerLike, got ${describe(value)}`);
+  }
+  return value as SchedulerLike;
+}
+
+/** The options object, shallow-copied so each field is read once. */
+export function copyObject<T extends object>(value: T, what: string): T {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`${what} must be an object, got ${describe(value)}`);
+  return { ...value };
+}

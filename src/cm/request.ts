@@ -1,0 +1,201 @@
+import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
+import { DisconnectedError, RequestAnsweredError } from '../core/cm-errors';
+import { attempt, Connection } from './connection';
+import { setupFailure } from './failures';
+import type { VerbsResourceOptions, VerbsResources } from './native-port';
+import type { AcceptOptions } from './options';
+import { SharedCmChannel } from './router';
+import { checkPrivateData } from './validate';
+import { describe } from '../verbs/validate';
+
+/** @internal What a request needs of its listener. */
+export interface RequestParts<R extends ConnectionResources> {
+  port: CmPort<R, object>;
+  id: CmIdPort;
+  event: CmEvent;
+  listenerChannel: SharedCmChannel;
+  host: string;
+  /** Called once the request is answered or dropped (the listener stops tracking it). */
+  settled(request: ConnectionRequest<R>): void;
+}
+
+type State = 'pending' | 'accepted' | 'rejected' | 'dropped';
+
+/**
+ * A connection request (`CONNECT_REQUEST`) on a listener's `requests$`.
+ * Answer it once: {@link ConnectionRequest.accept} or
+ * {@link ConnectionRequest.reject}; a second answer throws
+ * {@link RequestAnsweredError}. A request the peer gives up on, or that is
+ * still unanswered when the listener closes, is dropped: accepting it then
+ * rejects with {@link DisconnectedError} / `ListenerClosedError`.
+ */
+export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
+  /** The peer's address. */
+  readonly peerAddress: CmAddress | null;
+  /** The address the request came in on. */
+  readonly localAddress: CmAddress | null;
+  /** What the peer sent with its request (at most 56 bytes). */
+  readonly privateData: Uint8Array;
+  /** The peer's QP number. */
+  readonly peerQpNum: number;
+  private readonly parts: RequestParts<R>;
+  private state: State = 'pending';
+  private dropReason: Error | undefined;
+  private target: ((e: CmEvent) => void) | undefined;
+
+  /** @internal */
+  constructor(parts: RequestParts<R>) {
+    this.parts = parts;
+    this.peerAddress = parts.id.peerAddress;
+    this.localAddress = parts.id.localAddress;
+    this.privateData = parts.event.privateData;
+    this.peerQpNum = parts.event.qpNum;
+    parts.listenerChannel.acquire().on(parts.id, (e) => this.dispatch(e));
+  }
+
+  /** `'pending'`, `'accepted'`, `'rejected'` or `'dropped'`. */
+  get answer(): State {
+    return this.state;
+  }
+
+  /**
+   * Accepts: makes the connection's PD, CQs and QP on the request's device
+   * (or uses those in `options`), moves the QP to RTS, sends the accept with
+   * `privateData` and resolves once the connection is established. By
+   * default the connection's id moves to its own CM channel
+   * (`rdma_migrate_id`), so closing the listener never touches it.
+   * @throws RangeError (synchronously) for private data over 196 bytes;
+   *   TypeError for bad options.
+   * @returns the connection; rejects with a typed error, everything
+   *   released: {@link RequestAnsweredError} when already answered,
+   *   {@link DisconnectedError} when the peer gave up,
+   *   {@link ListenerClosedError} when the listener closed first.
+   */
+  accept(options?: AcceptOptions & Record<string, unknown>): Promise<Connection<R>> {
+    const opts: AcceptOptions = options === undefined ? {} : { ...checkOptions(options) };
+    const privateData = checkPrivateData(opts.privateData, 'accept');
+    const ownChannel = opts.ownChannel ?? true;
+    if (typeof ownChannel !== 'boolean') throw new TypeError(`ownChannel must be a boolean, got ${describe(ownChannel)}`);
+    if (this.state !== 'pending') return Promise.reject(this.answeredError());
+    this.state = 'accepted';
+    const { port, id, listenerChannel } = this.parts;
+    const peer = this.peerAddress ?? undefined;
+    return new Promise<Connection<R>>((resolve, reject) => {
+      let resources: R | undefined;
+      let own: SharedCmChannel | undefined;
+      const channels = [listenerChannel];
+      const fail = (error: unknown) => {
+        this.target = undefined;
+        if (resources) attempt(() => port.releaseResources(resources!));
+        attempt(() => id.close());
+        this.release(channels);
+        reject(error);
+      };
+      this.target = (e) => {
+        if (e.type === 'ESTABLISHED') {
+          this.target = undefined;
+          const connection = new Connection<R>({
+            port,
+            id,
+            resources: resources!,
+            channels,
+            privateData: this.privateData,
+            peerAddress: this.peerAddress,
+            localAddress: this.localAddress,
+          });
+          // The listener's channel needed it only until the migration was
+          // sure to be done: events read there before it are behind us now.
+          if (own) {
+            listenerChannel.off(id);
+            channels.splice(channels.indexOf(listenerChannel), 1);
+            listenerChannel.release();
+          }
+          resolve(connection);
+          return;
+        }
+        const error = setupFailure(e, peer);
+        if (error) fail(error);
+      };
+      try {
+        if (ownChannel) {
+          own = new SharedCmChannel(port.createChannel(this.parts.host)).acquire();
+          id.migrate(own.channel);
+          own.on(id, (e) => this.dispatch(e));
+          channels.push(own);
+        }
+        resources = port.createResources(id, opts as object);
+        port.modifyQp(id, resources, 'INIT');
+        port.modifyQp(id, resources, 'RTR');
+        port.modifyQp(id, resources, 'RTS');
+        id.accept({ qpNum: resources.qpNum, privateData });
+      } catch (err) {
+        fail(err);
+      } finally {
+        this.parts.settled(this);
+      }
+    });
+  }
+
+  /**
+   * Rejects with `privateData` (at most 148 bytes): the peer's connect fails
+   * with `ConnectionRejectedError` carrying it. Releases the request's id.
+   * @throws RequestAnsweredError when already answered; RangeError for
+   *   private data over 148 bytes.
+   */
+  reject(options?: { privateData?: Uint8Array | string }): void {
+    const opts = options === undefined ? {} : { ...checkOptions(options) };
+    const privateData = checkPrivateData(opts.privateData, 'reject');
+    if (this.state !== 'pending') throw this.answeredError();
+    this.state = 'rejected';
+    const { id } = this.parts;
+    try {
+      id.reject(privateData);
+    } finally {
+      attempt(() => id.close());
+      this.release([this.parts.listenerChannel]);
+      this.parts.settled(this);
+    }
+  }
+
+  /** @internal The listener closed with this request unanswered: reject it, drop it. */
+  drop(reason: Error): void {
+    if (this.state !== 'pending') return;
+    this.state = 'dropped';
+    this.dropReason = reason;
+    attempt(() => this.parts.id.reject());
+    attempt(() => this.parts.id.close());
+    this.release([this.parts.listenerChannel]);
+  }
+
+  private dispatch(e: CmEvent): void {
+    if (this.target) {
+      this.target(e);
+      return;
+    }
+    // Unanswered and the peer gave up (its connect timed out or it went away).
+    if (this.state === 'pending' && (e.type === 'DISCONNECTED' || e.type === 'CONNECT_ERROR' || e.type === 'DEVICE_REMOVAL')) {
+      this.drop(setupFailure(e, this.peerAddress ?? undefined) ?? new DisconnectedError('the peer gave up'));
+      this.parts.settled(this);
+    }
+  }
+
+  /** Why a request that is no longer pending cannot be answered. */
+  private answeredError(): Error {
+    if (this.state === 'dropped' && this.dropReason) return this.dropReason;
+    return new RequestAnsweredError(this.state === 'pending' ? 'dropped' : this.state, this.peerAddress ?? undefined);
+  }
+
+  private release(channels: SharedCmChannel[]): void {
+    for (const shared of channels) {
+      shared.off(this.parts.id);
+      attempt(() => shared.release());
+    }
+  }
+}
+
+function checkOptions<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`options must be an object, got ${describe(value)}`);
+  return value;
+}
+
+export type { VerbsResourceOptions };

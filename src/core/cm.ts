@@ -1,0 +1,160 @@
+/**
+ * The connection manager's vocabulary (DESIGN §7), shared by the native CM
+ * adapter (src/cm) and the testing kit's virtual CM: event names, addresses,
+ * private-data limits, and the small port interface that `listen()` and
+ * `connect()` drive. Kept free of any native import, so a virtual CM can
+ * implement the port without the addon or the verbs classes.
+ */
+import type { Observable } from 'rxjs';
+import type { CqLike } from './types';
+
+/** CM event names, indexed by librdmacm's `enum rdma_cm_event_type`. */
+export const CM_EVENT_TYPES = [
+  'ADDR_RESOLVED', 'ADDR_ERROR', 'ROUTE_RESOLVED', 'ROUTE_ERROR', 'CONNECT_REQUEST',
+  'CONNECT_RESPONSE', 'CONNECT_ERROR', 'UNREACHABLE', 'REJECTED', 'ESTABLISHED',
+  'DISCONNECTED', 'DEVICE_REMOVAL', 'MULTICAST_JOIN', 'MULTICAST_ERROR', 'ADDR_CHANGE',
+  'TIMEWAIT_EXIT',
+] as const;
+
+/** A CM event type as librdmacm names it (without the `RDMA_CM_EVENT_` prefix). */
+export type CmEventType = (typeof CM_EVENT_TYPES)[number];
+
+/** The name of a numeric CM event type (`'UNKNOWN'` past the table). */
+export function cmEventName(type: number): CmEventType | 'UNKNOWN' {
+  return CM_EVENT_TYPES[type] ?? 'UNKNOWN';
+}
+
+/**
+ * Private data limits in bytes of the TCP port space: the IB CM's message
+ * sizes less the rdma_cm header. Longer private data is a `RangeError`
+ * before anything is sent.
+ */
+export const CM_PRIVATE_DATA_MAX = { connect: 56, accept: 196, reject: 148 } as const;
+
+/** IB CM reject reasons the library words (the `status` of `REJECTED`). */
+export const CM_REJECT_REASONS: Readonly<Record<number, string>> = {
+  8: 'INVALID_SERVICE_ID',
+  28: 'CONSUMER_REJECT',
+};
+
+/** The reject reason of a reject sent by the peer's application (`rdma_reject`). */
+export const CM_REJECT_CONSUMER = 28;
+/** The reject reason when nobody listens on the port (invalid service ID). */
+export const CM_REJECT_NO_LISTENER = 8;
+
+/** A numeric IPv4 or IPv6 address (no name lookup) and a port. */
+export interface CmAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** What `connect` / `accept` send: `rdma_conn_param`, QP number included. */
+export interface CmConnParam {
+  /** The QP this side uses (never attached to the id: see {@link CmIdPort.modifyQp}). */
+  qpNum: number;
+  privateData?: Uint8Array;
+  responderResources?: number;
+  initiatorDepth?: number;
+  retryCount?: number;
+  rnrRetryCount?: number;
+  srq?: boolean;
+}
+
+/** One CM event, copied and already acked (nothing a consumer does can leave it unacked). */
+export interface CmEvent<Id = CmIdPort> {
+  readonly type: CmEventType | 'UNKNOWN';
+  /** 0, a negative errno, or (`REJECTED`) the reject reason. */
+  readonly status: number;
+  /** The id it concerns; for `CONNECT_REQUEST` the new connection's id. */
+  readonly id: Id;
+  /** For `CONNECT_REQUEST`: the listening id. */
+  readonly listener?: Id;
+  /** The peer's private data (empty when none). */
+  readonly privateData: Uint8Array;
+  /** The peer's QP number (`CONNECT_REQUEST`, `CONNECT_RESPONSE`). */
+  readonly qpNum: number;
+  readonly responderResources: number;
+  readonly initiatorDepth: number;
+}
+
+/** QP states the CM moves a connection's QP through. */
+export type CmQpState = 'INIT' | 'RTR' | 'RTS' | 'ERR';
+
+/**
+ * An `rdma_cm_id` as `listen()` / `connect()` drive it. Its events arrive on
+ * its channel's `events$`. QPs are never attached to an id: the connection's
+ * QP is made on the id's device and moved with {@link CmIdPort.modifyQp}.
+ */
+export interface CmIdPort {
+  readonly closed: boolean;
+  /** null until bound or resolved. */
+  readonly localAddress: CmAddress | null;
+  readonly peerAddress: CmAddress | null;
+  bind(addr: CmAddress): void;
+  listen(backlog: number): void;
+  resolveAddr(dst: CmAddress, timeoutMs: number): void;
+  resolveRoute(timeoutMs: number): void;
+  connect(param: CmConnParam): void;
+  accept(param: CmConnParam): void;
+  reject(privateData?: Uint8Array): void;
+  /** Answers `CONNECT_RESPONSE` once the QP is in RTS (`rdma_establish`). */
+  establish(): void;
+  disconnect(): void;
+  /** Later events of this id go to `channel` (`rdma_migrate_id`). */
+  migrate(channel: CmChannelPort): void;
+  /** Never blocks. Idempotent. */
+  close(): void;
+}
+
+/** A CM event channel: a hot stream of the events of the ids made on it. */
+export interface CmChannelPort {
+  /** `'rdmacm'`, `'soft'` or `'virtual'`. */
+  readonly provider: string;
+  readonly closed: boolean;
+  /** Hot: events are read only while something subscribes. */
+  readonly events$: Observable<CmEvent>;
+  createId(): CmIdPort;
+  /** Lets the process exit while the channel is watched. */
+  unref(): void;
+  /** Keeps the process alive while the channel is watched (the default). */
+  ref(): void;
+  /** Fails while ids still use it (`EBUSY`). Idempotent. */
+  close(): void;
+}
+
+/** What every connection's verbs resources offer, native or virtual. */
+export interface ConnectionResources {
+  /** The QP's number, sent to the peer. */
+  readonly qpNum: number;
+  /** The connection's queue pair. */
+  readonly qp: { readonly qpNum: number };
+  /** Send and receive CQs (one object when they are shared). */
+  readonly sendCq: CqLike;
+  readonly recvCq: CqLike;
+  /** True once released. */
+  readonly closed: boolean;
+}
+
+/**
+ * The seam between the connection logic and a CM: channels and ids, plus
+ * the hook that makes a connection's verbs resources on an id's device. The
+ * native adapter implements it over the addon (librdmacm or the soft CM);
+ * the testing kit's virtual CM implements it in virtual time.
+ */
+export interface CmPort<R extends ConnectionResources = ConnectionResources, O extends object = object> {
+  /** A new event channel for ids that talk to `host` (a port may pick a provider by address). */
+  createChannel(host: string): CmChannelPort;
+  /**
+   * Makes the connection's verbs resources on `id`'s device, its QP in
+   * RESET. `options` are the caller's `listen` / `connect` / `accept`
+   * options: the port takes the ones it knows (e.g. a PD or CQs to borrow,
+   * which it then never closes).
+   */
+  createResources(id: CmIdPort, options: O): R;
+  /** Moves the resources' QP to `state` with what the CM derives for `id`'s connection. */
+  modifyQp(id: CmIdPort, resources: R, state: CmQpState): void;
+  /** The device went away under the connection: its verbs streams end with `error`. */
+  failResources(resources: R, error: Error): void;
+  /** Releases what `createResources` made (never what was borrowed), in the safe order. Idempotent. */
+  releaseResources(resources: R): void;
+}
