@@ -1,6 +1,8 @@
 /** Options of `rx-verbs rdma-server` and `rx-verbs rdma-client`: rdma-core's two letters, plus ours. */
 import type { ParsedOptions } from '../shared/options';
+import { CM_OPTION, cmProvider } from '../shared/cm';
 import { UsageError } from '../shared/usage-error';
+import type { CmProvider } from '../../index';
 
 /** The port rdma_server and rdma_client use unless told. */
 export const DEFAULT_PORT = 7471;
@@ -17,6 +19,7 @@ function optionsFor(role: 'server' | 'client') {
     verbose: { short: 'v', type: 'boolean', help: 'also print the 16 bytes received, in hex' },
     loopback: { type: 'boolean', help: 'server and client in this one process (127.0.0.1); the way to use soft devices' },
     timeout: { type: 'number', help: 'give up after this many milliseconds without progress', default: 10_000 },
+    cm: CM_OPTION,
     help: { short: 'h', type: 'boolean', help: 'show this help' },
   } as const;
 }
@@ -45,6 +48,8 @@ export interface RdmaPairOptions {
   port: number;
   verbose: boolean;
   timeoutMs: number;
+  /** Which CM; undefined: by address. */
+  cm: CmProvider | undefined;
 }
 
 /** Checks a parsed command line of either command. */
@@ -60,6 +65,7 @@ export function resolveOptions(
     port: intIn(o.port, 'port', loopback ? 0 : 1, 65535),
     verbose: o.verbose,
     timeoutMs: intIn(o.timeout, 'timeout', 1, 3_600_000),
+    cm: cmProvider(o.cm),
   };
 }
 

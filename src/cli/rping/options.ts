@@ -1,6 +1,8 @@
 /** Options of `rx-verbs rping`: rdma-core rping's letters and defaults, plus ours. */
 import type { ParsedOptions } from '../shared/options';
+import { CM_OPTION, cmProvider } from '../shared/cm';
 import { UsageError } from '../shared/usage-error';
+import type { CmProvider } from '../../index';
 import { MAX_SIZE, MIN_SIZE } from './wire';
 
 /** The options, in the order `--help` lists them: rping's first, then ours. */
@@ -20,6 +22,7 @@ export const OPTIONS = {
   loopback: { type: 'boolean', help: 'server and client(s) in this one process; the way to use soft devices' },
   clients: { type: 'number', help: 'with --loopback: clients connecting at once (more than 1 needs -P)', default: 1 },
   timeout: { type: 'number', help: 'client: give up connecting after this many milliseconds', default: 10_000 },
+  cm: CM_OPTION,
   help: { short: 'h', type: 'boolean', help: 'show this help' },
 } as const;
 
@@ -52,6 +55,8 @@ export interface RpingOptions {
   persistent: boolean;
   clients: number;
   timeoutMs: number;
+  /** Which CM; undefined: by address. */
+  cm: CmProvider | undefined;
 }
 
 /** Checks the parsed command line. */
@@ -81,6 +86,7 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     persistent: o.persistent,
     clients,
     timeoutMs: intIn(o.timeout, 'timeout', 1, 3_600_000),
+    cm: cmProvider(o.cm),
   };
 }
 
