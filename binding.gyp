@@ -1,6 +1,7 @@
 {
   "variables": {
     "rxv_have_ibverbs%": "<!(sh ./scripts/probe-ibverbs.sh)",
+    "rxv_have_rdmacm%": "<!(sh ./scripts/probe-rdmacm.sh)",
     "rxv_sanitize%": "<!(echo ${RXV_SANITIZE:-0})",
     # The benchmark baselines (bench/native) are an opt-in target:
     # RXV_BENCH=1 node-gyp configure build (npm run bench does it).
@@ -8,13 +9,23 @@
     # The providers and helpers, which know nothing of the JS wrappers: the
     # product addon and the bench addon both build on them.
     "rxv_provider_sources": [
+      "src/native/cm/cm_address.cc",
+      "src/native/cm/rdmacm/rdmacm_channel.cc",
+      "src/native/cm/rdmacm/rdmacm_id.cc",
+      "src/native/cm/rdmacm/rdmacm_loader.cc",
+      "src/native/cm/soft/soft_cm_addresses.cc",
+      "src/native/cm/soft/soft_cm_channel.cc",
+      "src/native/cm/soft/soft_cm_id.cc",
+      "src/native/cm/soft/soft_cm_timer.cc",
       "src/native/memory/pinned.cc",
+      "src/native/provider/ibverbs/ibverbs_borrow.cc",
       "src/native/provider/ibverbs/ibverbs_context.cc",
       "src/native/provider/ibverbs/ibverbs_loader.cc",
       "src/native/provider/ibverbs/ibverbs_objects.cc",
       "src/native/provider/ibverbs/ibverbs_provider.cc",
       "src/native/provider/soft/soft_async.cc",
       "src/native/provider/soft/soft_channel.cc",
+      "src/native/provider/soft/soft_cm_bridge.cc",
       "src/native/provider/soft/soft_context.cc",
       "src/native/provider/soft/soft_cq.cc",
       "src/native/provider/soft/soft_engine.cc",
@@ -45,6 +56,7 @@
     "libraries": ["-ldl", "-lpthread"],
     "conditions": [
       ["rxv_have_ibverbs==1", { "defines": ["RXV_HAVE_IBVERBS=1"] }],
+      ["rxv_have_rdmacm==1", { "defines": ["RXV_HAVE_RDMACM=1"] }],
       ["rxv_sanitize==1", {
         # No vptr check: the addon holds V8 backing stores (shared_ptr
         # control blocks made inside node, which is built without RTTI),
@@ -60,6 +72,9 @@
       "sources": [
         "src/native/addon.cc",
         "src/native/channel.cc",
+        "src/native/cm/cm_channel.cc",
+        "src/native/cm/cm_id.cc",
+        "src/native/cm/cm_js.cc",
         "src/native/context.cc",
         "src/native/cq.cc",
         "src/native/faults.cc",

@@ -5,6 +5,11 @@
 #include <mutex>
 
 #include "channel.h"
+#include "cm/cm_channel.h"
+#include "cm/cm_id.h"
+#include "cm/rdmacm/rdmacm_loader.h"
+#include "cm/cm_address.h"
+#include "cm/soft/soft_cm.h"
 #include "context.h"
 #include "cq.h"
 #include "faults.h"
@@ -36,7 +41,8 @@ static void PinLibrary() {
 namespace {
 constexpr napi_type_tag kTags[] = {ContextWrap::kTypeTag, PdWrap::kTypeTag, MrWrap::kTypeTag,
                                    ChannelWrap::kTypeTag, CqWrap::kTypeTag, QpWrap::kTypeTag,
-                                   FaultsWrap::kTypeTag};
+                                   FaultsWrap::kTypeTag, CmChannelWrap::kTypeTag,
+                                   CmIdWrap::kTypeTag};
 constexpr bool TagsDistinct() {
   constexpr size_t n = sizeof kTags / sizeof kTags[0];
   for (size_t i = 0; i < n; i++) {
@@ -62,6 +68,8 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   cq_ctor = Napi::Persistent(CqWrap::Init(env));
   qp_ctor = Napi::Persistent(QpWrap::Init(env));
   faults_ctor = Napi::Persistent(FaultsWrap::Init(env));
+  cm_channel_ctor = Napi::Persistent(CmChannelWrap::Init(env));
+  cm_id_ctor = Napi::Persistent(CmIdWrap::Init(env));
   DefineAddon(exports,
               {
                   InstanceMethod<&Addon::ListDevices>("listDevices"),
@@ -76,6 +84,11 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
                   InstanceValue("Cq", cq_ctor.Value()),
                   InstanceValue("Qp", qp_ctor.Value()),
                   InstanceValue("Faults", faults_ctor.Value()),
+                  InstanceMethod<&Addon::CreateCmChannel>("createCmChannel"),
+                  InstanceMethod<&Addon::RdmacmStatus>("rdmacmStatus"),
+                  InstanceMethod<&Addon::SoftCmAddresses>("softCmAddresses"),
+                  InstanceValue("CmChannel", cm_channel_ctor.Value()),
+                  InstanceValue("CmId", cm_id_ctor.Value()),
               });
   // Registered after Node-API's own hook, so it runs before it: every live
   // handle and verbs object is released while the environment still works
@@ -156,7 +169,29 @@ Napi::Value Addon::CreateSoftDevice(const Napi::CallbackInfo& info) {
   opts.max_qp_wr = field("maxQpWr", opts.max_qp_wr, 1, 1u << 20);
   opts.max_sge = field("maxSge", opts.max_sge, 1, 64);
   opts.max_inline = field("maxInline", opts.max_inline, 0, 4096);
-  Guard(env, [&] { create_soft_device(opts); });
+  // addresses: what the soft CM answers on for this device (cm/soft/).
+  std::vector<std::string> addresses;
+  Napi::Value addrs = o.Get("addresses");
+  if (!addrs.IsUndefined()) {
+    if (!addrs.IsArray()) throw Napi::TypeError::New(env, "options.addresses must be an array of strings");
+    Napi::Array a = addrs.As<Napi::Array>();
+    if (a.Length() > 64) throw Napi::RangeError::New(env, "options.addresses holds at most 64 addresses");
+    for (uint32_t i = 0; i < a.Length(); i++) {
+      Napi::Value h = a.Get(i);
+      if (!h.IsString()) throw Napi::TypeError::New(env, "options.addresses must be an array of strings");
+      addresses.push_back(h.As<Napi::String>().Utf8Value());
+      cm::Addr parsed;
+      if (!cm::parse_addr(addresses.back(), 0, &parsed)) {
+        throw Napi::TypeError::New(env, "options.addresses[" + std::to_string(i) +
+                                            "] must be a numeric IPv4 or IPv6 address");
+      }
+    }
+  }
+  Guard(env, [&] {
+    cm::soft_cm_check_addresses(addresses);
+    create_soft_device(opts);
+    cm::soft_cm_set_addresses(opts.name, addresses);
+  });
   return env.Undefined();
 }
 
@@ -171,6 +206,38 @@ Napi::Value Addon::HasIbverbs(const Napi::CallbackInfo& info) {
 // How many native objects are alive in this environment (leak tests).
 Napi::Value Addon::LiveObjects(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(reaper.size()));
+}
+
+// createCmChannel('rdmacm' | 'soft')
+Napi::Value Addon::CreateCmChannel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) throw Napi::TypeError::New(env, "provider must be 'rdmacm' or 'soft'");
+  std::string name = info[0].As<Napi::String>().Utf8Value();
+  cm::CmProvider* p = name == "soft" ? &cm::soft_cm_provider() : name == "rdmacm" ? &cm::rdmacm_provider() : nullptr;
+  if (p == nullptr) throw Napi::TypeError::New(env, "provider must be 'rdmacm' or 'soft'");
+  auto ch = Guard(env, [&] { return p->create_channel(); });
+  return CmChannelWrap::New(env, *p, std::move(ch));
+}
+
+Napi::Value Addon::RdmacmStatus(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string why;
+  bool ok = cm::rdmacm_available(&why);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("available", ok);
+  if (!ok) o.Set("reason", why);
+  return o;
+}
+
+Napi::Value Addon::SoftCmAddresses(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  for (auto& [device, hosts] : cm::soft_cm_addresses()) {
+    Napi::Array a = Napi::Array::New(env, hosts.size());
+    for (uint32_t i = 0; i < hosts.size(); i++) a.Set(i, hosts[i]);
+    o.Set(device, a);
+  }
+  return o;
 }
 
 }  // namespace rxv

@@ -40,6 +40,8 @@ class Addon : public Napi::Addon<Addon> {
   Napi::FunctionReference cq_ctor;
   Napi::FunctionReference qp_ctor;
   Napi::FunctionReference faults_ctor;
+  Napi::FunctionReference cm_channel_ctor;
+  Napi::FunctionReference cm_id_ctor;
 
  private:
   Napi::Value ListDevices(const Napi::CallbackInfo& info);
@@ -47,6 +49,9 @@ class Addon : public Napi::Addon<Addon> {
   Napi::Value CreateSoftDevice(const Napi::CallbackInfo& info);
   Napi::Value HasIbverbs(const Napi::CallbackInfo& info);
   Napi::Value LiveObjects(const Napi::CallbackInfo& info);
+  Napi::Value CreateCmChannel(const Napi::CallbackInfo& info);
+  Napi::Value RdmacmStatus(const Napi::CallbackInfo& info);
+  Napi::Value SoftCmAddresses(const Napi::CallbackInfo& info);
   static void Cleanup(void* arg);
 };
 

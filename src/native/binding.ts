@@ -360,6 +360,8 @@ export interface NativeBinding {
     maxQpWr?: number;
     maxSge?: number;
     maxInline?: number;
+    /** Numeric IPv4/IPv6 addresses the soft CM answers on for this device (none by default). */
+    addresses?: string[];
   }): void;
   hasIbverbs(): boolean;
   liveObjects(): number;

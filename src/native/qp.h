@@ -30,6 +30,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   void Close(bool force) override;
 
  private:
+  friend class CmIdWrap;  // cm/cm_id.cc moves QPs as the CM says (modifyQp)
   const char* kind() const override { return "queue pair"; }
   Qp* Checked(Napi::Env env, const char* verb) const {
     ThrowIfClosed(env, verb);

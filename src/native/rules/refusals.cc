@@ -34,6 +34,13 @@ void RefuseBusyChannel(size_t cqs) {
   if (cqs) Busy("ibv_destroy_comp_channel", Count(cqs, "CQ(s) still use this completion channel: close them first"));
 }
 
+void RefuseBusyCmChannel(size_t ids) {
+  if (ids) {
+    Busy("rdma_destroy_event_channel",
+         Count(ids, "id(s) still use this CM event channel: close them or migrate them first"));
+  }
+}
+
 void RefuseBusyCq(size_t qps, uint64_t unacked_events, size_t unacked_async) {
   const char* verb = "ibv_destroy_cq";
   if (qps) Busy(verb, Count(qps, "QP(s) still use this CQ"));

@@ -28,6 +28,9 @@ void RefuseUnknownAsyncAck(bool delivered);
 // Each of these throws VerbsError(EBUSY, the destroy verb, the one message)
 // when the count says the object is still in use.
 void RefuseBusyChannel(size_t cqs);
+// A CM event channel still used by ids (rdma_destroy_event_channel would
+// leave them without a channel; librdmacm gives no error, we do).
+void RefuseBusyCmChannel(size_t ids);
 void RefuseBusyCq(size_t qps, uint64_t unacked_events, size_t unacked_async);
 void RefuseBusyQp(size_t unacked_async);
 void RefuseBusyPd(size_t mrs, size_t qps);

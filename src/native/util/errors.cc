@@ -32,6 +32,15 @@ const char* ErrnoName(int err) {
     case ENOTCONN: return "ENOTCONN";
     case EPROTO: return "EPROTO";
     case ENXIO: return "ENXIO";
+    case EISCONN: return "EISCONN";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+    case EHOSTUNREACH: return "EHOSTUNREACH";
+    case ENETUNREACH: return "ENETUNREACH";
+    case ECONNRESET: return "ECONNRESET";
+    case ECONNABORTED: return "ECONNABORTED";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EALREADY: return "EALREADY";
     default: return "EUNKNOWN";
   }
 }

@@ -224,9 +224,10 @@ void IbvContext::destroy() {
   rules::RefuseBusyContext(open);
   st_->ack_pending_locked(nullptr);
   errno = 0;
-  int ret = st_->api->close_device(st_->ctx);
+  int ret = st_->borrowed ? 0 : st_->api->close_device(st_->ctx);
   if (ret != 0) fail(ret > 0 ? ret : errno, "ibv_close_device", st_->device);
   st_->ctx = nullptr;
+  st_->keep.reset();
 }
 
 }  // namespace ibv

@@ -88,8 +88,9 @@ void ContextState::teardown_locked() noexcept {
   for (IbvChannel* ch : channels) ch->release_locked();
   retry_orphans_locked();
   ack_pending_locked(nullptr);
-  api->close_device(ctx);  // also frees whatever a failed release left
+  if (!borrowed) api->close_device(ctx);  // also frees whatever a failed release left
   ctx = nullptr;
+  keep.reset();
 }
 
 // ---- Channel ---------------------------------------------------------------

@@ -42,6 +42,10 @@ struct ContextState {
   const Api* api = nullptr;
   ibv_context* ctx = nullptr;  // null once closed
   std::string device;          // name, for messages
+  // A context librdmacm opened and lends us (borrow_context): never closed
+  // here; `keep` holds librdmacm's device open while we use it.
+  bool borrowed = false;
+  std::shared_ptr<void> keep;
   std::mutex mu;
   std::set<IbvQp*> qps;
   std::set<IbvCq*> cqs;
@@ -221,10 +225,16 @@ class IbvContext final : public Context {
   void destroy() override;
 
  private:
+  friend std::unique_ptr<Context> borrow_context(const Api*, ibv_context*, std::shared_ptr<void>);
   ibv_context* live(const char* verb) const;
   StatePtr st_;
   DeviceInfo info_;
 };
+
+// A Context over an ibv_context someone else opened (librdmacm's): every
+// verb works on it, and close releases our children but not the device.
+std::unique_ptr<Context> borrow_context(const Api* api, ibv_context* ctx,
+                                        std::shared_ptr<void> keep);
 
 // Sets O_NONBLOCK on fd; returns 0 or errno.
 int set_nonblock(int fd);

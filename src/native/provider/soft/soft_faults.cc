@@ -1,6 +1,7 @@
 // Fault injection (rxv::Faults), for tests that need the failures real
 // hardware produces rarely: overrun, error completions, odd events, races,
 // slow devices, device and port failures.
+#include "soft_cm_bridge.h"
 #include "soft_objects.h"
 
 namespace rxv {
@@ -50,9 +51,13 @@ void SoftContext::duplicate_events(bool on) {
 
 // Device-wide, like a dying NIC: every context open on the device gets
 // DEVICE_FATAL. A context opened later sees a fresh (recovered) device.
+// The soft CM hears of it after G is released (its ids get DEVICE_REMOVAL).
 void SoftContext::device_fatal() {
-  Lock g(fabric_mutex());
-  for (CtxCore* c : std::vector<CtxCore*>(core->dev->contexts)) make_fatal(c);
+  {
+    Lock g(fabric_mutex());
+    for (CtxCore* c : std::vector<CtxCore*>(core->dev->contexts)) make_fatal(c);
+  }
+  notify_device_fatal(core->dev->name);
 }
 
 // Port events concern port 1 and every context open on the device.

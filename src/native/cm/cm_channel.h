@@ -1,0 +1,69 @@
+// CmChannel: a CM event channel (librdmacm's or the soft CM's), watched by
+// the one Poller (poller.h). Each wakeup reads what is pending (every event
+// already copied and acked by the provider) and makes one call,
+// owner.handleCmEvents(events).
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <set>
+
+#include "cm/cm_provider.h"
+#include "poller.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class CmIdWrap;
+
+class CmChannelWrap : public TaggedWrap<CmChannelWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "CmChannel";
+  static constexpr napi_type_tag kTypeTag = {0x5c1d7e0a93b24f61ull, 0xb7e2c4d90f3a8e15ull};
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, cm::CmProvider& provider, std::unique_ptr<cm::Channel> ch);
+
+  explicit CmChannelWrap(const Napi::CallbackInfo& info);
+  ~CmChannelWrap() override { CloseQuietly(); }
+  CmChannelWrap(const CmChannelWrap&) = delete;
+  CmChannelWrap& operator=(const CmChannelWrap&) = delete;
+
+  cm::Channel* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return ch_.get();
+  }
+  cm::CmProvider* provider() const { return provider_; }
+  void AddId(CmIdWrap* id) { ids_.insert(id); }
+  void RemoveId(CmIdWrap* id) { ids_.erase(id); }
+  void Close(bool force) override;
+
+ private:
+  const char* kind() const override { return "CM event channel"; }
+  Napi::Value ProviderName(const Napi::CallbackInfo& info);
+  Napi::Value Fd(const Napi::CallbackInfo& info);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value SetOwner(const Napi::CallbackInfo& info);
+  Napi::Value Watch(const Napi::CallbackInfo& info);
+  Napi::Value RefJs(const Napi::CallbackInfo& info);
+  Napi::Value UnrefJs(const Napi::CallbackInfo& info);
+  Napi::Value ReadEvents(const Napi::CallbackInfo& info);
+  Napi::Value CreateId(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  // Reads up to `budget` events into a JS array (possibly empty).
+  Napi::Array ReadBatch(Napi::Env env, uint32_t budget);
+  Napi::Value EventValue(Napi::Env env, cm::Event& ev);
+  // One wakeup's reading (Poller::Read).
+  void Read(napi_env env, Poller::Wakeup& out);
+  void ApplyRef() { poller_.KeepAlive(poller_.held() && want_ref_); }
+
+  cm::CmProvider* provider_ = nullptr;
+  std::unique_ptr<cm::Channel> ch_;
+  std::set<CmIdWrap*> ids_;
+  // Wakeups go to owner.handleCmEvents(events): weak, held while watching.
+  Poller poller_;
+  bool want_ref_ = true;
+};
+
+}  // namespace rxv

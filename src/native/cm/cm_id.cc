@@ -1,0 +1,212 @@
+#include "cm/cm_id.h"
+
+#include "cm/cm_channel.h"
+#include "cm/cm_js.h"
+#include "context.h"
+#include "qp.h"
+
+namespace rxv {
+
+Napi::Function CmIdWrap::Init(Napi::Env env) {
+  return DefineClass(env, kClassName,
+                     {
+                         InstanceAccessor<&CmIdWrap::Closed>("closed"),
+                         InstanceAccessor<&CmIdWrap::Channel>("channel"),
+                         InstanceAccessor<&CmIdWrap::LocalAddress>("localAddress"),
+                         InstanceAccessor<&CmIdWrap::PeerAddress>("peerAddress"),
+                         InstanceMethod<&CmIdWrap::Bind>("bind"),
+                         InstanceMethod<&CmIdWrap::Listen>("listen"),
+                         InstanceMethod<&CmIdWrap::ResolveAddr>("resolveAddr"),
+                         InstanceMethod<&CmIdWrap::ResolveRoute>("resolveRoute"),
+                         InstanceMethod<&CmIdWrap::OpenContext>("openContext"),
+                         InstanceMethod<&CmIdWrap::ModifyQp>("modifyQp"),
+                         InstanceMethod<&CmIdWrap::Connect>("connect"),
+                         InstanceMethod<&CmIdWrap::Accept>("accept"),
+                         InstanceMethod<&CmIdWrap::Reject>("reject"),
+                         InstanceMethod<&CmIdWrap::Establish>("establish"),
+                         InstanceMethod<&CmIdWrap::Disconnect>("disconnect"),
+                         InstanceMethod<&CmIdWrap::Migrate>("migrate"),
+                         InstanceMethod<&CmIdWrap::CloseJs>("close"),
+                     });
+}
+
+Napi::Object CmIdWrap::New(Napi::Env env, std::unique_ptr<cm::Id> id, Napi::Object channel) {
+  CmChannelWrap* chw = CmChannelWrap::Unwrap(channel);
+  cm::Id* raw = id.release();
+  Napi::Object o;
+  try {
+    o = Addon::Get(env)->cm_id_ctor.New({MakeToken(env, raw)});
+  } catch (...) {
+    try {
+      raw->destroy();
+    } catch (...) {
+    }
+    delete raw;
+    throw;
+  }
+  CmIdWrap* w = Unwrap(o);
+  // The channel is a parent: the id keeps it alive. Writable, because
+  // migrate() moves the id to another channel.
+  o.DefineProperty(Napi::PropertyDescriptor::Value(kParentKey, channel, napi_writable));
+  w->chw_ = chw;
+  chw->AddId(w);
+  return o;
+}
+
+CmIdWrap::CmIdWrap(const Napi::CallbackInfo& info) : TaggedWrap<CmIdWrap>(info), Lifetime(info.Env()) {
+  cm::Id* raw = TakeToken<cm::Id>(info);
+  if (!raw) {
+    BeginClose();
+    throw Napi::TypeError::New(info.Env(), "CmId cannot be constructed directly: use cmChannel.createId()");
+  }
+  id_.reset(raw);
+  id_->user = this;
+}
+
+void CmIdWrap::Close(bool force) {
+  if (closed()) return;
+  try {
+    id_->destroy();
+  } catch (const VerbsError&) {
+    if (!force) throw;
+  }
+  BeginClose();
+  if (chw_) chw_->RemoveId(this);
+  chw_ = nullptr;
+  id_->user = nullptr;
+  id_.reset();
+}
+
+Napi::Value CmIdWrap::CloseJs(const Napi::CallbackInfo& info) {
+  Guard(info.Env(), [&] { Close(false); });
+  return info.Env().Undefined();
+}
+
+Napi::Value CmIdWrap::Closed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), closed()); }
+
+Napi::Value CmIdWrap::Channel(const Napi::CallbackInfo& info) { return GetHidden(Value(), kParentKey); }
+
+Napi::Value CmIdWrap::LocalAddress(const Napi::CallbackInfo& info) {
+  if (closed()) return info.Env().Null();
+  return cm::AddressValue(info.Env(), id_->local());
+}
+
+Napi::Value CmIdWrap::PeerAddress(const Napi::CallbackInfo& info) {
+  if (closed()) return info.Env().Null();
+  return cm::AddressValue(info.Env(), id_->peer());
+}
+
+Napi::Value CmIdWrap::Bind(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::SockAddr a = cm::ReadAddress(env, info[0], "addr");
+  cm::Id* id = Checked(env, "rdma_bind_addr");
+  Guard(env, [&] { id->bind(a); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Listen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t backlog = ArgI32(info, 0, "backlog", 0, INT32_MAX);
+  cm::Id* id = Checked(env, "rdma_listen");
+  Guard(env, [&] { id->listen(backlog); });
+  return env.Undefined();
+}
+
+// resolveAddr(dst, timeoutMs, src?)
+Napi::Value CmIdWrap::ResolveAddr(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::SockAddr dst = cm::ReadAddress(env, info[0], "dst");
+  int timeout = cm::ReadTimeout(env, info[1], "timeoutMs");
+  bool has_src = !info[2].IsUndefined() && !info[2].IsNull();
+  cm::SockAddr src;
+  if (has_src) src = cm::ReadAddress(env, info[2], "src");
+  cm::Id* id = Checked(env, "rdma_resolve_addr");
+  Guard(env, [&] { id->resolve_addr(has_src ? &src : nullptr, dst, timeout); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::ResolveRoute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int timeout = cm::ReadTimeout(env, info[0], "timeoutMs");
+  cm::Id* id = Checked(env, "rdma_resolve_route");
+  Guard(env, [&] { id->resolve_route(timeout); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::OpenContext(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::Id* id = Checked(env, "rdma_cm_id.verbs");
+  auto ctx = Guard(env, [&] { return id->open_context(); });
+  return ContextWrap::New(env, std::move(ctx));
+}
+
+// modifyQp(qp, state)
+Napi::Value CmIdWrap::ModifyQp(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  QpWrap* qpw = UnwrapArg<QpWrap>(env, info[0], "qp");
+  uint32_t state = ArgU32(info, 1, "state");
+  if (state != qp_state::INIT && state != qp_state::RTR && state != qp_state::RTS && state != qp_state::ERR) {
+    throw Napi::RangeError::New(env, "state must be INIT (1), RTR (2), RTS (3) or ERR (6)");
+  }
+  cm::Id* id = Checked(env, "rdma_init_qp_attr");
+  Qp* qp = qpw->Checked(env, "ibv_modify_qp");
+  Guard(env, [&] { id->modify_qp(qp, state); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Connect(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::ConnParam p = cm::ReadConnParam(env, info[0], cm::private_data_max::CONNECT);
+  cm::Id* id = Checked(env, "rdma_connect");
+  Guard(env, [&] { id->connect(p); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Accept(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::ConnParam p = cm::ReadConnParam(env, info[0], cm::private_data_max::ACCEPT);
+  cm::Id* id = Checked(env, "rdma_accept");
+  Guard(env, [&] { id->accept(p); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Reject(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<uint8_t> pd = cm::ReadPrivateData(env, info[0], cm::private_data_max::REJECT, "privateData");
+  cm::Id* id = Checked(env, "rdma_reject");
+  Guard(env, [&] { id->reject(pd); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Establish(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::Id* id = Checked(env, "rdma_establish");
+  Guard(env, [&] { id->establish(); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Disconnect(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  cm::Id* id = Checked(env, "rdma_disconnect");
+  Guard(env, [&] { id->disconnect(); });
+  return env.Undefined();
+}
+
+Napi::Value CmIdWrap::Migrate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CmChannelWrap* dst = UnwrapArg<CmChannelWrap>(env, info[0], "channel");
+  Napi::Object dst_obj = info[0].As<Napi::Object>();
+  cm::Id* id = Checked(env, "rdma_migrate_id");
+  cm::Channel* ch = dst->Checked(env, "rdma_migrate_id");
+  if (chw_ && dst->provider() != chw_->provider()) {
+    throw ErrnoError(env, EINVAL, "rdma_migrate_id", "the channel belongs to another CM provider");
+  }
+  Guard(env, [&] { id->migrate(ch); });
+  if (chw_) chw_->RemoveId(this);
+  chw_ = dst;
+  dst->AddId(this);
+  Value().Set(kParentKey, dst_obj);
+  return env.Undefined();
+}
+
+}  // namespace rxv

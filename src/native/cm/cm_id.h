@@ -1,0 +1,62 @@
+// CmId: an rdma_cm_id (librdmacm's or the soft CM's). No QP is ever
+// attached: the caller makes one on openContext()'s device and moves it
+// with modifyQp (cm_provider.h). Closing never blocks: the provider acked
+// every event when it was read.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "cm/cm_provider.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class CmChannelWrap;
+
+class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "CmId";
+  static constexpr napi_type_tag kTypeTag = {0x2a8f61c4d7e05b93ull, 0x91c3e7f2a54b0d68ull};
+  static Napi::Function Init(Napi::Env env);
+  // `channel` is the JS object of the channel the id's events go to.
+  static Napi::Object New(Napi::Env env, std::unique_ptr<cm::Id> id, Napi::Object channel);
+
+  explicit CmIdWrap(const Napi::CallbackInfo& info);
+  ~CmIdWrap() override { CloseQuietly(); }
+  CmIdWrap(const CmIdWrap&) = delete;
+  CmIdWrap& operator=(const CmIdWrap&) = delete;
+
+  void Close(bool force) override;
+
+ private:
+  const char* kind() const override { return "CM id"; }
+  cm::Id* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return id_.get();
+  }
+  void SetChannel(CmChannelWrap* chw, Napi::Object channel);
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value Channel(const Napi::CallbackInfo& info);
+  Napi::Value LocalAddress(const Napi::CallbackInfo& info);
+  Napi::Value PeerAddress(const Napi::CallbackInfo& info);
+  Napi::Value Bind(const Napi::CallbackInfo& info);
+  Napi::Value Listen(const Napi::CallbackInfo& info);
+  Napi::Value ResolveAddr(const Napi::CallbackInfo& info);
+  Napi::Value ResolveRoute(const Napi::CallbackInfo& info);
+  Napi::Value OpenContext(const Napi::CallbackInfo& info);
+  Napi::Value ModifyQp(const Napi::CallbackInfo& info);
+  Napi::Value Connect(const Napi::CallbackInfo& info);
+  Napi::Value Accept(const Napi::CallbackInfo& info);
+  Napi::Value Reject(const Napi::CallbackInfo& info);
+  Napi::Value Establish(const Napi::CallbackInfo& info);
+  Napi::Value Disconnect(const Napi::CallbackInfo& info);
+  Napi::Value Migrate(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<cm::Id> id_;
+  CmChannelWrap* chw_ = nullptr;  // cleared when either side closes
+};
+
+}  // namespace rxv

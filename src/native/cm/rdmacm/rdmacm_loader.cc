@@ -1,0 +1,117 @@
+#include "cm/rdmacm/rdmacm_loader.h"
+
+#ifdef RXV_RDMACM_BUILT
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "provider/ibverbs/ibverbs_loader.h"
+
+namespace rxv {
+namespace cm {
+namespace rdmacm {
+namespace {
+
+constexpr const char* kDefaultLibrary = "librdmacm.so.1";
+
+struct Loaded {
+  Api api{};
+  bool ok = false;
+  std::string why;
+};
+
+template <typename Fn>
+void resolve(void* handle, const char* name, Fn* slot, std::string* missing) {
+  void* sym = dlsym(handle, name);
+  if (sym == nullptr) {
+    *missing += (missing->empty() ? "" : ", ") + std::string(name);
+    return;
+  }
+  *slot = reinterpret_cast<Fn>(sym);
+}
+
+void load(Loaded* out) {
+  // The CM hands out ibv_contexts that our verbs code drives: libibverbs
+  // must be usable first.
+  std::string ibv_why;
+  if (ibv::api(&ibv_why) == nullptr) {
+    out->why = "librdmacm needs libibverbs: " + ibv_why;
+    return;
+  }
+  const char* env = std::getenv("RXV_RDMACM_LIBRARY");
+  const char* file = (env != nullptr && *env != '\0') ? env : kDefaultLibrary;
+  dlerror();
+  void* handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    out->why = std::string(file) + " not found: install librdmacm1 (rdma-core) (dlopen: " +
+               (err != nullptr ? err : "unknown error") + ")";
+    return;
+  }
+  Api& a = out->api;
+  std::string missing;
+  resolve(handle, "rdma_create_event_channel", &a.create_event_channel, &missing);
+  resolve(handle, "rdma_destroy_event_channel", &a.destroy_event_channel, &missing);
+  resolve(handle, "rdma_create_id", &a.create_id, &missing);
+  resolve(handle, "rdma_destroy_id", &a.destroy_id, &missing);
+  resolve(handle, "rdma_bind_addr", &a.bind_addr, &missing);
+  resolve(handle, "rdma_listen", &a.listen, &missing);
+  resolve(handle, "rdma_resolve_addr", &a.resolve_addr, &missing);
+  resolve(handle, "rdma_resolve_route", &a.resolve_route, &missing);
+  resolve(handle, "rdma_connect", &a.connect, &missing);
+  resolve(handle, "rdma_accept", &a.accept, &missing);
+  resolve(handle, "rdma_reject", &a.reject, &missing);
+  resolve(handle, "rdma_establish", &a.establish, &missing);
+  resolve(handle, "rdma_disconnect", &a.disconnect, &missing);
+  resolve(handle, "rdma_migrate_id", &a.migrate_id, &missing);
+  resolve(handle, "rdma_get_cm_event", &a.get_cm_event, &missing);
+  resolve(handle, "rdma_ack_cm_event", &a.ack_cm_event, &missing);
+  resolve(handle, "rdma_init_qp_attr", &a.init_qp_attr, &missing);
+  resolve(handle, "rdma_get_devices", &a.get_devices, &missing);
+  resolve(handle, "rdma_free_devices", &a.free_devices, &missing);
+  if (!missing.empty()) {
+    out->why = std::string(file) + " is too old or not rdma-core's (missing " + missing +
+               "): install rdma-core's librdmacm1";
+    return;
+  }
+  out->ok = true;  // never dlclose (as libibverbs)
+}
+
+}  // namespace
+
+const Api* api(std::string* why) {
+  static Loaded loaded;
+  static std::once_flag once;
+  std::call_once(once, load, &loaded);
+  if (!loaded.ok) {
+    if (why != nullptr) *why = loaded.why;
+    return nullptr;
+  }
+  return &loaded.api;
+}
+
+}  // namespace rdmacm
+
+bool rdmacm_available(std::string* why) { return rdmacm::api(why) != nullptr; }
+
+}  // namespace cm
+}  // namespace rxv
+
+#else
+
+namespace rxv {
+namespace cm {
+
+bool rdmacm_available(std::string* why) {
+  if (why != nullptr)
+    *why = "rx-verbs was built without librdmacm headers (rdma/rdma_cma.h): install librdmacm-dev "
+           "(and libibverbs-dev) and rebuild";
+  return false;
+}
+
+}  // namespace cm
+}  // namespace rxv
+
+#endif
