@@ -5,7 +5,7 @@
  */
 import { firstValueFrom } from 'rxjs';
 import { connect, listen, type Connection } from '../../index';
-import { formatAddress, numericHost } from '../shared/cm';
+import { formatAddress, numericHost, refuseSoftAcrossProcesses } from '../shared/cm';
 import { withDeadline } from '../shared/deadline';
 import { MessageEnd, MESSAGE_BYTES } from './message-end';
 import type { RdmaPairOptions } from './options';
@@ -83,13 +83,19 @@ async function askOnce(host: string, port: number, opts: RdmaPairOptions, print:
 /** Runs the role `opts.role`: server, client, or both in this process (127.0.0.1, where our server's echo is checked). */
 export async function runPair(opts: RdmaPairOptions, print: Print): Promise<void> {
   if (opts.role === 'server') {
-    const host = await numericHost(opts.host);
-    await framed('rdma_server', print, () => serveOne(host, opts.port, opts, print));
+    await framed('rdma_server', print, async () => {
+      const host = await numericHost(opts.host);
+      refuseSoftAcrossProcesses(host, opts.cm);
+      await serveOne(host, opts.port, opts, print);
+    });
     return;
   }
   if (opts.role === 'client') {
-    const host = await numericHost(opts.host);
-    await framed('rdma_client', print, async () => void (await askOnce(host, opts.port, opts, print)));
+    await framed('rdma_client', print, async () => {
+      const host = await numericHost(opts.host);
+      refuseSoftAcrossProcesses(host, opts.cm);
+      await askOnce(host, opts.port, opts, print);
+    });
     return;
   }
   let listening!: (port: number) => void;

@@ -8,7 +8,7 @@
  * retry 7, RNR retry 7: the CM's defaults).
  */
 import { connect, listen, type Connection, type ConnectionRequest, type Listener } from '../../index';
-import { formatAddress, numericHost } from '../shared/cm';
+import { formatAddress, numericHost, refuseSoftAcrossProcesses } from '../shared/cm';
 import type { RpingOptions } from './options';
 import { RpingSession, type Print, type SessionOptions } from './session';
 
@@ -105,6 +105,7 @@ async function serve(listener: Listener, opts: RpingOptions, print: Print, stop:
 /** Server: listen on -a (default 0.0.0.0) and -p, serve. A persistent server runs until killed. */
 export async function runServer(opts: RpingOptions, print: Print): Promise<void> {
   const host = await numericHost(opts.addr ?? '0.0.0.0');
+  refuseSoftAcrossProcesses(host, opts.cm);
   const listener = listen({ host, port: opts.port, backlog: BACKLOG, provider: opts.cm });
   if (opts.debug) print(`server: listening on ${formatAddress(listener.address)}`);
   await serve(listener, opts, print, new Promise<void>(() => undefined));
@@ -116,6 +117,7 @@ export async function runClient(opts: RpingOptions, print: Print): Promise<void>
     throw new Error('-I (connect from a given source address) is not supported: connect() picks the source by route');
   }
   const host = await numericHost(opts.addr as string);
+  refuseSoftAcrossProcesses(host, opts.cm);
   await pingServer(host, opts.port, opts, print);
 }
 

@@ -6,7 +6,7 @@
  */
 import { lookup } from 'dns/promises';
 import { isIP } from 'net';
-import type { CmProvider } from '../../index';
+import { cmProviderFor, softCmAddresses, type CmProvider } from '../../index';
 import { UsageError } from './usage-error';
 
 /** The `--cm` option, the same in every connection command. */
@@ -35,4 +35,18 @@ export async function numericHost(host: string): Promise<string> {
 export function formatAddress(addr: { host: string; port: number } | null | undefined): string {
   if (!addr) return '(unknown)';
   return isIP(addr.host) === 6 ? `[${addr.host}]:${addr.port}` : `${addr.host}:${addr.port}`;
+}
+
+/**
+ * Refuses an address the soft CM would serve when this process is only one
+ * end: the soft CM (like the soft devices) exists inside one process, so a
+ * server there would wait forever and a client would find nobody.
+ */
+export function refuseSoftAcrossProcesses(host: string, provider: CmProvider | undefined): void {
+  if (cmProviderFor(host, provider) !== 'soft') return;
+  const device = Object.entries(softCmAddresses()).find(([, hosts]) => hosts.includes(host))?.[0] ?? 'a soft device';
+  throw new Error(
+    `${host} is served by the connection manager of ${device}, which exists inside one process only: ` +
+      'use --loopback (both ends in this process), or --cm rdmacm for a real RDMA device on this address',
+  );
 }
