@@ -69,9 +69,13 @@ async function serveRequest(request: ConnectionRequest, opts: RpingOptions, prin
 async function serve(listener: Listener, opts: RpingOptions, print: Print, stop: Promise<void>): Promise<void> {
   const running = new Set<Promise<void>>();
   let first: Promise<void> | undefined;
-  let done!: () => void;
-  const oneDone = new Promise<void>((resolve) => (done = resolve));
-  const subscription = listener.requests$.subscribe((request) => {
+  let failed!: (err: unknown) => void;
+  // The listener's end (its device went away) ends the server with that error.
+  const listenerFailed = new Promise<never>((_, reject) => (failed = reject));
+  listenerFailed.catch(() => undefined);
+  let served!: () => void;
+  const firstServed = new Promise<void>((resolve) => (served = resolve));
+  const onRequest = (request: ConnectionRequest) => {
     if (!opts.persistent && first) {
       request.reject({ privateData: 'busy' });
       return;
@@ -79,7 +83,7 @@ async function serve(listener: Listener, opts: RpingOptions, print: Print, stop:
     const task = serveRequest(request, opts, print);
     if (!opts.persistent) {
       first = task;
-      task.then(done, done);
+      task.then(served, served);
       return;
     }
     const tracked = task.catch((err: Error) => {
@@ -87,14 +91,11 @@ async function serve(listener: Listener, opts: RpingOptions, print: Print, stop:
     });
     running.add(tracked);
     void tracked.finally(() => running.delete(tracked));
-  });
+  };
+  const subscription = listener.requests$.subscribe({ next: onRequest, error: (err: unknown) => failed(err) });
   try {
-    if (opts.persistent) {
-      await stop;
-    } else {
-      await Promise.race([oneDone, stop]);
-      if (first) await first;
-    }
+    await Promise.race([opts.persistent ? stop : Promise.race([firstServed, stop]), listenerFailed]);
+    if (first && !opts.persistent) await first;
   } finally {
     subscription.unsubscribe();
     listener.close();

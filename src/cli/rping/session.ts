@@ -26,6 +26,11 @@ export class PeerDisconnected extends Error {
   }
 }
 
+/** The peer hung up, the connection's normal end; not the device going away. */
+function isPlainDisconnect(err: unknown): boolean {
+  return err instanceof PeerDisconnected && err.cause === undefined;
+}
+
 /** A step of the protocol, as completions report it. */
 type Step = { kind: 'recv'; info: RdmaInfo } | { kind: 'read' } | { kind: 'write' };
 
@@ -135,7 +140,7 @@ export class RpingSession {
         this.pings++;
       }
     } catch (err) {
-      if (err instanceof PeerDisconnected) return this.pings;
+      if (isPlainDisconnect(err)) return this.pings;
       throw err;
     }
   }
@@ -161,7 +166,7 @@ export class RpingSession {
       }
       return this.pings;
     } catch (err) {
-      if (err instanceof PeerDisconnected && count === 0) return this.pings;
+      if (isPlainDisconnect(err) && count === 0) return this.pings;
       if (err instanceof PeerDisconnected) {
         throw new Error(`the server disconnected after ${this.pings} of ${count} pings${err.cause ? ` (${err.message})` : ''}`);
       }
