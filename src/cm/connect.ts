@@ -8,7 +8,11 @@ import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { SharedCmChannel } from './router';
 import { checkHost, checkMs, checkPort, checkPrivateData } from './validate';
 
-/** Address and route resolution each get at most this long (the rest of `timeoutMs` is ours). */
+/**
+ * What address and route resolution each get from the CM, whatever
+ * `timeoutMs` is: a shorter `timeoutMs` ends the attempt first (ours), a
+ * longer one sees the CM's address or route error after this long.
+ */
 const RESOLVE_MS = 2000;
 
 /**
@@ -38,10 +42,10 @@ const RESOLVE_MS = 2000;
  * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
  * @see {@link connect}
  */
-export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources, O extends object>(
   options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
 ): Observable<Connection<R>>;
+export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);
@@ -93,7 +97,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
       try {
         switch (e.type) {
           case 'ADDR_RESOLVED':
-            id!.resolveRoute(Math.min(RESOLVE_MS, timeoutMs));
+            id!.resolveRoute(RESOLVE_MS);
             return;
           case 'ROUTE_RESOLVED':
             resources = cm.createResources(id!, opts);
@@ -125,7 +129,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
       shared = new SharedCmChannel(cm.createChannel(host)).acquire();
       id = shared.channel.createId();
       shared.on(id, onEvent);
-      id.resolveAddr(peer, Math.min(RESOLVE_MS, timeoutMs));
+      id.resolveAddr(peer, RESOLVE_MS);
     } catch (err) {
       fail(err);
     }
@@ -153,10 +157,10 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
  *   `DeviceRemovedError`) with everything released.
  * @throws TypeError / RangeError (synchronously) for bad options.
  */
-export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect<R extends ConnectionResources, O extends object>(
   options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
 ): Promise<Connection<R>>;
+export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
   return firstValueFrom(connect$(options) as Observable<Connection<ConnectionResources>>);
 }

@@ -141,8 +141,8 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
  *   `code` (`EADDRINUSE`, `ENODEV` naming what is missing, ...) when the
  *   CM refuses.
  */
-export function listen(options: ListenOptions): Listener<VerbsResources>;
 export function listen<R extends ConnectionResources, O extends object>(options: Omit<ListenOptions, 'cm'> & { cm: CmPort<R, O> }): Listener<R>;
+export function listen(options: ListenOptions): Listener<VerbsResources>;
 export function listen<R extends ConnectionResources>(options: ListenOptions): Listener<R> {
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);

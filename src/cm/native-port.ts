@@ -33,7 +33,7 @@ export interface VerbsResourceOptions {
   pd?: Pd;
   /** A send CQ to use (borrowed). Default: a new one on `channel`. */
   sendCq?: Cq;
-  /** A receive CQ to use (borrowed). Default: the send CQ when it was made here, else a new one. */
+  /** A receive CQ to use (borrowed; may be the send CQ). Default: a new one on `channel`. */
   recvCq?: Cq;
   /** The completion channel for the CQs made here (borrowed). Default: a new one. */
   channel?: CompletionChannel;
@@ -127,22 +127,17 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
   createResources(id: CmIdPort, options: VerbsResourceOptions): VerbsResources {
     const cmId = asCmId(id);
     const { pd: givenPd, sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap } = options;
-    const owned: Owned = { context: !givenPd, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: false };
+    const owned: Owned = { context: !givenPd, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: !givenRecv };
     const context = givenPd ? givenPd.context : cmId.openContext();
     try {
       const pd = givenPd ?? context.allocPd();
-      let channel = givenChannel ?? givenSend?.channel;
-      const needCq = !givenSend || !givenRecv;
-      if (needCq && !channel) {
+      let channel = givenChannel ?? givenSend?.channel ?? givenRecv?.channel;
+      if ((!givenSend || !givenRecv) && !channel) {
         channel = context.createCompChannel();
         owned.channel = true;
       }
       const sendCq = givenSend ?? context.createCq({ cqe, channel });
-      let recvCq = givenRecv;
-      if (!recvCq) {
-        recvCq = givenSend ? context.createCq({ cqe, channel }) : sendCq;
-        owned.recvCq = !!givenSend;
-      }
+      const recvCq = givenRecv ?? context.createCq({ cqe, channel });
       const qp = pd.createQp({
         sendCq,
         recvCq,

@@ -86,19 +86,28 @@ export type CmQpState = 'INIT' | 'RTR' | 'RTS' | 'ERR';
  * QP is made on the id's device and moved with {@link CmIdPort.modifyQp}.
  */
 export interface CmIdPort {
+  /** True once closed. */
   readonly closed: boolean;
   /** null until bound or resolved. */
   readonly localAddress: CmAddress | null;
   readonly peerAddress: CmAddress | null;
+  /** Binds to a local address (`rdma_bind_addr`). */
   bind(addr: CmAddress): void;
+  /** Listens for connect requests (`rdma_listen`). */
   listen(backlog: number): void;
+  /** Resolves `dst` to a device (`rdma_resolve_addr`): `ADDR_RESOLVED` or `ADDR_ERROR` follows. */
   resolveAddr(dst: CmAddress, timeoutMs: number): void;
+  /** Resolves the route (`rdma_resolve_route`): `ROUTE_RESOLVED` or `ROUTE_ERROR` follows. */
   resolveRoute(timeoutMs: number): void;
+  /** Sends the connect request (`rdma_connect`). */
   connect(param: CmConnParam): void;
+  /** Accepts a connect request (`rdma_accept`). */
   accept(param: CmConnParam): void;
+  /** Rejects a connect request (`rdma_reject`). */
   reject(privateData?: Uint8Array): void;
   /** Answers `CONNECT_RESPONSE` once the QP is in RTS (`rdma_establish`). */
   establish(): void;
+  /** Disconnects (`rdma_disconnect`): both sides get `DISCONNECTED`. */
   disconnect(): void;
   /** Later events of this id go to `channel` (`rdma_migrate_id`). */
   migrate(channel: CmChannelPort): void;
@@ -110,9 +119,11 @@ export interface CmIdPort {
 export interface CmChannelPort {
   /** `'rdmacm'`, `'soft'` or `'virtual'`. */
   readonly provider: string;
+  /** True once closed. */
   readonly closed: boolean;
   /** Hot: events are read only while something subscribes. */
   readonly events$: Observable<CmEvent>;
+  /** A new id whose events arrive here (`rdma_create_id`). */
   createId(): CmIdPort;
   /** Lets the process exit while the channel is watched. */
   unref(): void;

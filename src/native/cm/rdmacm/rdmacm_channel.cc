@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
+#include "cm/cm_provider.h"
 #include "cm/rdmacm/rdmacm_objects.h"
 #include "rules/refusals.h"
 

@@ -15,8 +15,8 @@
 // while the lock is held is moved to a Graveyard and deleted after it is
 // released (a handle's destructor takes the lock).
 //
-// Behaviour chosen where the kernel gives no single answer (also in the
-// README's connections section):
+// Behaviour chosen where the kernel gives no single answer (the TS layer's
+// documentation repeats it for users):
 // - Addresses: soft0 answers on 127.0.0.1 and ::1; other soft devices on
 //   the addresses given to createSoftDevice. Binding 0.0.0.0 means every
 //   IPv4 address of every soft device, :: every address.
@@ -155,7 +155,7 @@ class SoftCmChannel final : public Channel {
 
 class SoftCmId final : public Id {
  public:
-  SoftCmId(std::shared_ptr<IdState> s) : state(std::move(s)) {}
+  explicit SoftCmId(std::shared_ptr<IdState> s) : state(std::move(s)) {}
   ~SoftCmId() override;
   void bind(const SockAddr& addr) override;
   void listen(int backlog) override;

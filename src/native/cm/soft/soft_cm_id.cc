@@ -329,6 +329,8 @@ void SoftCmId::connect(const ConnParam& p) {
   n->theirs = as_seen_by_peer(p);
   n->theirs.qp_num = p.qp_num;
   n->their_psn = s->my_psn;
+  // Known before accept(): the passive side moves its QP to RTS first.
+  n->my_psn = new_psn();
   n->listener = L;
   n->peer_id = s;
   s->peer_id = n;
@@ -354,7 +356,6 @@ void SoftCmId::accept(const ConnParam& p) {
   if (s->st == St::Rejected) fail(EINVAL, verb, "the request was already rejected, or the peer gave up");
   if (s->st != St::ReqReceived || !s->peer_id) fail(EINVAL, verb, "the id has no connection request to answer");
   s->mine = p;
-  s->my_psn = new_psn();
   s->st = St::Accepted;
   IdState* c = s->peer_id;
   c->theirs = as_seen_by_peer(p);
