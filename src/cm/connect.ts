@@ -6,7 +6,7 @@ import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { SharedCmChannel } from './router';
-import { checkHost, checkMs, checkPort, checkPrivateData } from './validate';
+import { checkFunction, checkHost, checkMs, checkPort, checkPrivateData } from './validate';
 
 /**
  * What address and route resolution each get from the CM, whatever
@@ -43,7 +43,7 @@ const RESOLVE_MS = 2000;
  * @see {@link connect}
  */
 export function connect$<R extends ConnectionResources, O extends object>(
-  options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
+  options: Omit<ConnectionOptions, 'cm' | 'prepare' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O>; prepare?: (resources: R) => void },
 ): Observable<Connection<R>>;
 export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
@@ -53,6 +53,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
   const privateData = checkPrivateData(opts.privateData, 'connect');
   const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
   const scheduler = schedulerOf(opts.scheduler);
+  const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
   const cm = portFor<R, object>(opts, host);
   const peer = { host, port };
 
@@ -102,6 +103,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
           case 'ROUTE_RESOLVED':
             resources = cm.createResources(id!, opts);
             cm.modifyQp(id!, resources, 'INIT');
+            prepare?.(resources);
             id!.connect({ qpNum: resources.qpNum, privateData });
             return;
           case 'CONNECT_RESPONSE':
@@ -158,7 +160,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
  * @throws TypeError / RangeError (synchronously) for bad options.
  */
 export function connect<R extends ConnectionResources, O extends object>(
-  options: Omit<ConnectionOptions, 'cm' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O> },
+  options: Omit<ConnectionOptions, 'cm' | 'prepare' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O>; prepare?: (resources: R) => void },
 ): Promise<Connection<R>>;
 export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {

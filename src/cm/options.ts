@@ -1,7 +1,7 @@
 import { asyncScheduler, SchedulerLike } from 'rxjs';
 import type { CmPort, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
-import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions } from './native-port';
+import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
 
 /** Options every connection call shares. */
 export interface CmCommonOptions {
@@ -27,6 +27,13 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
   timeoutMs?: number;
   /** The scheduler the timeout runs on (default `asyncScheduler`; marble tests use virtual time). */
   scheduler?: SchedulerLike;
+  /**
+   * Called with the connection's resources once its QP takes receives (in
+   * INIT), before the connect request goes out: post the first receives
+   * here, so the peer's first SEND never finds the receive queue empty. A
+   * throw fails the attempt.
+   */
+  prepare?: (resources: VerbsResources) => void;
 }
 
 /** Options of {@link listen}. */
@@ -40,7 +47,13 @@ export interface ListenOptions extends CmCommonOptions {
 }
 
 /** Options of `request.accept()`. */
-export interface AcceptOptions extends VerbsResourceOptions {
+export interface AcceptOptions<R extends ConnectionResources = VerbsResources> extends VerbsResourceOptions {
+  /**
+   * Called with the connection's resources once its QP is in RTS, before
+   * the accept goes out: post the first receives here, so the peer's first
+   * SEND never finds the receive queue empty. A throw fails the accept.
+   */
+  prepare?: (resources: R) => void;
   /** Sent with the accept: at most 196 bytes. */
   privateData?: Uint8Array | string;
   /**

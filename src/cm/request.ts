@@ -5,7 +5,7 @@ import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import type { AcceptOptions } from './options';
 import { SharedCmChannel } from './router';
-import { checkPrivateData } from './validate';
+import { checkFunction, checkPrivateData } from './validate';
 import { describe } from '../verbs/validate';
 
 /** @internal What a request needs of its listener. */
@@ -71,8 +71,9 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
    *   {@link DisconnectedError} when the peer gave up,
    *   {@link ListenerClosedError} when the listener closed first.
    */
-  accept(options?: AcceptOptions & Record<string, unknown>): Promise<Connection<R>> {
-    const opts: AcceptOptions = options === undefined ? {} : { ...checkOptions(options) };
+  accept(options?: AcceptOptions<R> & Record<string, unknown>): Promise<Connection<R>> {
+    const opts: AcceptOptions<R> = options === undefined ? {} : { ...checkOptions(options) };
+    const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
     const privateData = checkPrivateData(opts.privateData, 'accept');
     const ownChannel = opts.ownChannel ?? true;
     if (typeof ownChannel !== 'boolean') throw new TypeError(`ownChannel must be a boolean, got ${describe(ownChannel)}`);
@@ -127,6 +128,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
         port.modifyQp(id, resources, 'INIT');
         port.modifyQp(id, resources, 'RTR');
         port.modifyQp(id, resources, 'RTS');
+        prepare?.(resources);
         id.accept({ qpNum: resources.qpNum, privateData });
       } catch (err) {
         fail(err);

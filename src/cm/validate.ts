@@ -39,3 +39,10 @@ export function checkMs(value: unknown, what: string, fallback: number): number 
   if (!Number.isInteger(value) || value < 1 || value > 2 ** 31 - 1) throw new RangeError(`${what} must be an integer in [1, 2147483647] ms, got ${value}`);
   return value;
 }
+
+/** An optional function. */
+export function checkFunction(value: unknown, what: string): ((...args: never[]) => unknown) | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') throw new TypeError(`${what} must be a function, got ${describe(value)}`);
+  return value as (...args: never[]) => unknown;
+}

@@ -2,7 +2,9 @@
  * rx-verbs/testing: marble-test rx-verbs pipelines without hardware or the
  * native addon. A virtual channel and CQ with the native semantics, driven by
  * marble diagrams inside `TestScheduler.run`, plus expectations on arms and
- * acks and checks of the completion-loop rules.
+ * acks and checks of the completion-loop rules; and a virtual connection
+ * manager (`virtualCm`) that the package's `listen()` / `connect$()` run on,
+ * for marble tests of reconnect, back-off and failover logic.
  */
 export { VirtualChannel, virtualChannel } from './virtual-channel';
 export { VirtualCq, virtualCq } from './virtual-cq';

@@ -89,4 +89,32 @@ describe('README', () => {
     // eslint-disable-next-line @typescript-eslint/no-implied-eval
     new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
   });
+
+  // TODO(issue 15): unconditional once the native CM (h-cmnative) is merged;
+  // until then an addon without createCmChannel cannot run it.
+  const nativeCm = typeof (require('../../src/native/binding').binding() as Record<string, unknown>).createCmChannel === 'function';
+  (nativeCm ? it : it.skip)('runs the connections example as written, on soft0 over the soft CM', async () => {
+    const block = blocks.find((b) => b.heading === '## Connections (rdma_cm)' && b.code.includes('listen('));
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([
+      'rejected: who are you?',
+      'client got: welcome',
+      'server got: hello from alice',
+      'client got back: HELLO FROM ALICE',
+    ]);
+  });
+
+  it('runs the virtual CM marble example as written', () => {
+    const block = blocks.find((b) => b.heading === '## Connections (rdma_cm)' && b.code.includes('virtualCm'));
+    expect(block).toBeDefined();
+    const js = ts.transpileModule(block!.code, {
+      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    const mod = { exports: {} };
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
+  });
 });

@@ -55,6 +55,32 @@ describe('connections (virtual CM, real time)', () => {
     listener.close();
   });
 
+  it('calls prepare with the resources before anything goes to the peer: INIT on connect, RTS on accept', async () => {
+    const listener = listen({ ...addr, cm });
+    const states: string[] = [];
+    const request = nextRequest(listener);
+    const client = connect({ ...addr, cm, prepare: (r) => states.push(`client ${r.qp.state}`) });
+    const server = await (await request).accept({ prepare: (r) => states.push(`server ${r.qp.state}`) });
+    const conn = await client;
+    expect(states).toEqual(['client INIT', 'server RTS']);
+    conn.close();
+    server.close();
+    const failing = nextRequest(listener);
+    const refused = connect({ ...addr, cm }).catch((e: unknown) => e);
+    const boom = new Error('boom');
+    await expect(
+      (await failing).accept({
+        prepare: () => {
+          throw boom;
+        },
+      }),
+    ).rejects.toBe(boom);
+    expect(await refused).toBeInstanceOf(Error);
+    await expect(connect({ ...addr, cm, prepare: () => { throw boom; } })).rejects.toBe(boom);
+    expect(() => connect$({ ...addr, cm, prepare: 5 as never })).toThrow(/prepare must be a function/);
+    listener.close();
+  });
+
   it('accepts many clients on one listener', async () => {
     const listener = listen({ ...addr, cm });
     const served: Promise<unknown>[] = [];
