@@ -4,7 +4,7 @@
  * Clients of the RPC server (server.js): each connects over rdma_cm, keeps
  * up to DEPTH calls in flight (credits), matches every answer to its call
  * by id and checks the result. Each connection's completions arrive on its
- * own CQ's `completions$` (the native fast path).
+ * own CQs' `completions$` (the native fast path).
  *
  *   node examples/06-rpc-over-cm/client.js --host 198.18.0.1 --port 7400 --clients 8 [--calls 1000]
  *   node examples/06-rpc-over-cm/client.js [--clients 8]   (no host: server and clients in this process, on soft0)
@@ -22,19 +22,32 @@ const OP_RECV = 128;
  * @param {{ host: string, port: number, calls: number, seed: number }} options
  */
 async function runClient({ host, port, calls, seed }) {
-  const conn = await connect({ host, port, timeoutMs: 10_000, ...RESOURCES });
-  const inbox = conn.pd.allocMemory(DEPTH * MSG, { access: ['LOCAL_WRITE'] });
-  const outbox = conn.pd.allocMemory(MSG);
+  /** @type {import('rx-verbs').Mr | undefined} */
+  let inbox;
+  /** @type {import('rx-verbs').Mr | undefined} */
+  let outbox;
+  // The receives go in before the connect request does: the answers find them.
+  const conn = await connect({
+    host,
+    port,
+    timeoutMs: 10_000,
+    ...RESOURCES,
+    prepare: (r) => {
+      inbox = r.pd.allocMemory(DEPTH * MSG, { access: ['LOCAL_WRITE'] });
+      outbox = r.pd.allocMemory(MSG);
+      for (let s = 0; s < DEPTH; s++) r.qp.postRecv({ wrId: s, sg: { mr: inbox, offset: s * MSG, length: MSG } });
+    },
+  });
   const credit = credits({ capacity: DEPTH });
   /** @type {Map<number, { op: number, x: number }>} */
   const pending = new Map();
   let sent = 0;
   let answered = 0;
   let wrong = 0;
-  const postRecv = (/** @type {number} */ slot) =>
-    conn.qp.postRecv({ wrId: slot, sg: { mr: inbox, offset: slot * MSG, length: MSG } });
+  const inMr = /** @type {import('rx-verbs').Mr} */ (inbox);
+  const outMr = /** @type {import('rx-verbs').Mr} */ (outbox);
+  const postRecv = (/** @type {number} */ slot) => conn.qp.postRecv({ wrId: slot, sg: { mr: inMr, offset: slot * MSG, length: MSG } });
   try {
-    for (let s = 0; s < DEPTH; s++) postRecv(s);
     /** @type {import('rxjs').Subscription[]} */
     const subs = [];
     await new Promise((resolve, reject) => {
@@ -43,8 +56,8 @@ async function runClient({ host, port, calls, seed }) {
           const id = sent++;
           const call = { op: id % OPERATIONS.length, x: (id * 7919 + seed) % 100_003 };
           pending.set(id, call);
-          writeRequest(outbox.buffer, 0, { id, ...call });
-          conn.qp.postSend({ wrId: id, sg: { mr: outbox }, inline: true }); // copied now: the buffer is free again
+          writeRequest(outMr.buffer, 0, { id, ...call });
+          conn.qp.postSend({ wrId: id, sg: { mr: outMr }, inline: true }); // copied now: the buffer is free again
         }
       };
       subs.push(conn.recvCq.completions$.subscribe({
@@ -56,7 +69,7 @@ async function runClient({ host, port, calls, seed }) {
             }
             if (batch.opcode[i] !== OP_RECV) continue;
             const slot = batch.wrIdLow(i);
-            const answer = readAnswer(inbox.buffer, slot * MSG);
+            const answer = readAnswer(inMr.buffer, slot * MSG);
             postRecv(slot);
             const call = pending.get(answer.id);
             pending.delete(answer.id);
@@ -69,6 +82,14 @@ async function runClient({ host, port, calls, seed }) {
         },
         error: reject,
       }));
+      // The requests' send completions: only their status matters.
+      subs.push(conn.sendCq.completions$.subscribe({
+        next: (batch) => {
+          const failed = batch.status.findIndex((st) => st !== 0);
+          if (failed >= 0) reject(new Error(`RPC transport failed: ${batch.at(failed)?.status}`));
+        },
+        error: reject,
+      }));
       subs.push(conn.disconnected$.subscribe(() => reject(new Error(`the server left after ${answered} of ${calls} answers`))));
       pump();
       if (calls === 0) resolve(undefined);
@@ -76,8 +97,8 @@ async function runClient({ host, port, calls, seed }) {
     return wrong;
   } finally {
     conn.close();
-    inbox.close();
-    outbox.close();
+    inMr.close();
+    outMr.close();
   }
 }
 

@@ -8,8 +8,9 @@
  *   channel.events$ -> ackEvents() -> rearm() -> drainCq() -> route by QP number
  *
  * Each accepted connection borrows the server's PD and channel and gets its
- * own CQ on that channel; when a client leaves, its connection is closed
- * and its CQ goes with it, the channel and the pipeline stay.
+ * own CQs on that channel; its receives are posted in `prepare`, before the
+ * accept goes out. When a client leaves, its connection is closed and its
+ * CQs go with it; the channel and the pipeline stay.
  *
  *   node examples/06-rpc-over-cm/server.js --host 198.18.0.1 --port 7400 [--clients 8]
  *   node examples/06-rpc-over-cm/server.js                 (no host: server and clients in this process, on soft0)
@@ -57,28 +58,40 @@ function startServer({ host, port, device, log = () => undefined }) {
 
   const requests = listener.requests$.subscribe((request) => {
     const peer = `${request.peerAddress?.host}:${request.peerAddress?.port}`;
-    request.accept({ pd, channel, ...RESOURCES }).then(
-      (conn) => welcome(conn, peer),
-      (err) => log(`server: ${peer} failed to connect: ${err.message}`),
+    /** @type {ReturnType<typeof prepareClient> | undefined} */
+    let client;
+    request.accept({ pd, channel, ...RESOURCES, prepare: (r) => (client = prepareClient(r, peer)) }).then(
+      (conn) => client?.connected(conn),
+      (err) => {
+        client?.close();
+        log(`server: ${peer} failed to connect: ${err.message}`);
+      },
     );
   });
 
-  /** @param {import('rx-verbs').Connection} conn @param {string} peer */
-  function welcome(conn, peer) {
-    stats.clients++;
+  /**
+   * A client's state, made when its QP is ready and before the accept goes
+   * out: the receives must be posted by the time the client sends.
+   * @param {import('rx-verbs').VerbsResources} r
+   * @param {string} peer
+   */
+  function prepareClient(r, peer) {
     const inbox = pd.allocMemory(DEPTH * MSG, { access: ['LOCAL_WRITE'] });
     const outbox = pd.allocMemory(MSG);
+    /** @type {import('rx-verbs').Connection | undefined} */
+    let conn;
     let calls = 0;
     const postRecv = (/** @type {number} */ slot) =>
-      conn.qp.postRecv({ wrId: slot, sg: { mr: inbox, offset: slot * MSG, length: MSG } });
+      r.qp.postRecv({ wrId: slot, sg: { mr: inbox, offset: slot * MSG, length: MSG } });
     const close = () => {
-      if (!closers.delete(close)) return;
-      byQp.delete(conn.qp.qpNum);
-      conn.close();
+      closers.delete(close);
+      byQp.delete(r.qp.qpNum);
+      conn?.close();
       inbox.close();
       outbox.close();
     };
-    byQp.set(conn.qp.qpNum, {
+    closers.add(close);
+    byQp.set(r.qp.qpNum, {
       serve(batch, i) {
         const status = batch.status[i];
         if (status === WC_FLUSH) return; // the client left; its receives come back flushed
@@ -92,22 +105,31 @@ function startServer({ host, port, device, log = () => undefined }) {
         const request = readRequest(inbox.buffer, slot * MSG);
         writeAnswer(request, outbox.buffer, 0);
         postRecv(slot); // the slot is free again: the request was read
-        conn.qp.postSend({ wrId: slot, sg: { mr: outbox }, inline: true });
+        r.qp.postSend({ wrId: slot, sg: { mr: outbox }, inline: true });
         calls++;
         stats.calls++;
       },
     });
-    closers.add(close);
-    // Armed before the receives are posted: no completion can come before the arm.
-    conn.sendCq.requestNotify();
+    // Armed before the receives are posted, so no completion comes before
+    // an arm (the pipeline's rearm() does the rest).
+    r.sendCq.requestNotify();
+    if (r.recvCq !== r.sendCq) r.recvCq.requestNotify();
     for (let s = 0; s < DEPTH; s++) postRecv(s);
-    log(`server: ${peer} connected`);
-    conn.disconnected$.subscribe(() => {
-      close();
-      stats.left++;
-      log(`server: ${peer} left after ${calls} calls`);
-      for (const fn of onLeave) fn(stats);
-    });
+    return {
+      close,
+      /** The accept went through: count the client, and close it when it leaves. */
+      connected(/** @type {import('rx-verbs').Connection} */ c) {
+        conn = c;
+        stats.clients++;
+        log(`server: ${peer} connected`);
+        c.disconnected$.subscribe(() => {
+          close();
+          stats.left++;
+          log(`server: ${peer} left after ${calls} calls`);
+          for (const fn of onLeave) fn(stats);
+        });
+      },
+    };
   }
 
   return {

@@ -5,21 +5,30 @@
  * rping.test.ts.)
  */
 import { firstValueFrom } from 'rxjs';
-import { connect, listen, type Connection, type Listener, type Mr } from '../../src';
+import { connect, listen, type Connection, type Listener, type Mr, type VerbsResources } from '../../src';
 import { RpingSession, type SessionOptions } from '../../src/cli/rping/session';
 import { decodeInfo, encodeInfo, INFO_BYTES } from '../../src/cli/rping/wire';
 
 const HOST = '127.0.0.1';
 const OPTIONS: SessionOptions = { size: 64, count: 3, verbose: false, validate: true, debug: false };
 
-/** A listener, and a connected pair: `ours` runs a session, `peer` is driven by the test. */
-async function pair(oursIs: 'server' | 'client'): Promise<{ listener: Listener; ours: Connection; peer: Connection }> {
+/**
+ * A listener and a connected pair: `ours` runs a session whose buffers and
+ * receive were made in `prepare`, `peer` is driven by the test.
+ */
+async function pair(
+  oursIs: 'server' | 'client',
+  options: SessionOptions,
+): Promise<{ listener: Listener; ours: Connection; peer: Connection; session: RpingSession }> {
   const listener = listen({ host: HOST, port: 0 });
+  let session: RpingSession | undefined;
+  const prepare = (r: VerbsResources) => (session = new RpingSession(r, oursIs, options, () => undefined));
   const request = firstValueFrom(listener.requests$);
-  const client = connect({ host: HOST, port: listener.address!.port });
-  const server = await (await request).accept();
+  const client = connect({ host: HOST, port: listener.address!.port, ...(oursIs === 'client' ? { prepare } : {}) });
+  const server = await (await request).accept(oursIs === 'server' ? { prepare } : {});
   const conn = await client;
-  return oursIs === 'server' ? { listener, ours: server, peer: conn } : { listener, ours: conn, peer: server };
+  const [ours, peer] = oursIs === 'server' ? [server, conn] : [conn, server];
+  return { listener, ours, peer, session: session! };
 }
 
 /** The hand-made peer's buffers and its one receive. */
@@ -60,13 +69,12 @@ describe('rping sessions against a peer that misbehaves (soft0, soft CM)', () =>
   });
 
   async function setUp(oursIs: 'server' | 'client', options: SessionOptions = OPTIONS) {
-    const p = await pair(oursIs);
+    const p = await pair(oursIs, options);
     listener = p.listener;
     conns.push(p.ours, p.peer);
-    const session = new RpingSession(p.ours, oursIs, options, () => undefined);
-    sessions.push(session);
-    session.start();
-    return { session, peer: new Peer(p.peer) };
+    sessions.push(p.session);
+    p.session.start(p.ours);
+    return { session: p.session, peer: new Peer(p.peer) };
   }
 
   it('server: a message that is not 16 bytes is "bogus data"', async () => {

@@ -1,12 +1,13 @@
 /**
  * One end of rdma_server / rdma_client's exchange: one 16-byte receive
  * buffer and one 16-byte send buffer on the connection's PD, one receive
- * posted, every send signaled (as their `sq_sig_all`), the completions
- * taken through the rx-verbs fast path (`cq.completions$`).
+ * posted before the connection is up (`prepare`, as they post theirs before
+ * connecting or accepting), every send signaled (as their `sq_sig_all`),
+ * the completions taken through the rx-verbs fast path (`cq.completions$`).
  */
 import { Subscription } from 'rxjs';
 import { WorkCompletionError, type Mr, type WcBatch } from '../../index';
-import { feedCompletions, watchEnd, type Link } from '../shared/link';
+import { feedCompletions, watchEnd, type Link, type LinkResources } from '../shared/link';
 import { Mailbox } from '../shared/mailbox';
 
 /** Bytes each side sends, as rdma_server and rdma_client do. */
@@ -25,21 +26,22 @@ export class MessageEnd {
   private feed: Subscription | undefined;
   private ended: Subscription | undefined;
 
-  constructor(private readonly link: Link) {
+  /** Registers the buffers and posts the receive: call it from `prepare`, before the peer can send. */
+  constructor(private readonly link: LinkResources) {
     this.recvMr = link.pd.allocMemory(MESSAGE_BYTES, { access: ['LOCAL_WRITE'] });
     try {
       this.sendMr = link.pd.allocMemory(MESSAGE_BYTES, { access: [] });
+      link.qp.postRecv({ wrId: 1n, sg: { mr: this.recvMr } });
     } catch (err) {
       this.recvMr.close();
       throw err;
     }
   }
 
-  /** Posts the receive and starts taking completions: before the peer can send. */
-  start(): void {
-    this.link.qp.postRecv({ wrId: 1n, sg: { mr: this.recvMr } });
+  /** Starts taking completions and watching the end of `conn` (the connection the resources became). */
+  start(conn: Link): void {
     this.feed = feedCompletions(this.link, (b) => this.onBatch(b), (err) => this.steps.end(err));
-    this.ended = watchEnd(this.link, (b) => this.onBatch(b), (err) =>
+    this.ended = watchEnd(conn, (b) => this.onBatch(b), (err) =>
       this.steps.end(err ?? new Error('the peer disconnected before the exchange was done')),
     );
   }
@@ -65,7 +67,7 @@ export class MessageEnd {
     this.ended?.unsubscribe();
     this.steps.end(new Error('closed'));
     this.recvMr.close();
-    this.sendMr.close();
+    this.sendMr?.close();
   }
 
   private async expect(kind: Step['kind']): Promise<Step> {

@@ -4,8 +4,8 @@
  * 16-byte message each way, disconnect), framed by their report lines.
  */
 import { firstValueFrom } from 'rxjs';
-import { connect, listen, type Connection } from '../../index';
-import { formatAddress, numericHost, refuseSoftAcrossProcesses } from '../shared/cm';
+import { connect, listen, type Connection, type ConnectionRequest, type VerbsResources } from '../../index';
+import { numericHost, refuseSoftAcrossProcesses } from '../shared/cm';
 import { withDeadline } from '../shared/deadline';
 import { MessageEnd, MESSAGE_BYTES } from './message-end';
 import type { RdmaPairOptions } from './options';
@@ -23,13 +23,26 @@ function hex(b: Uint8Array): string {
   return Buffer.from(b).toString('hex');
 }
 
-/** Runs `body` on `conn` with a message end, then closes both (the connection first). */
-async function exchange<T>(conn: Connection, body: (end: MessageEnd) => Promise<T>): Promise<T> {
+/**
+ * Makes a connection with `open` (connect or accept), its message end made
+ * in `prepare` (receive posted before the peer can send), runs `body`, then
+ * closes both (the connection first).
+ */
+async function exchange<T>(
+  open: (prepare: (r: VerbsResources) => void) => Promise<Connection>,
+  body: (end: MessageEnd) => Promise<T>,
+): Promise<T> {
   let end: MessageEnd | undefined;
+  let conn: Connection;
   try {
-    end = new MessageEnd(conn);
-    end.start();
-    return await body(end);
+    conn = await open((r) => (end = new MessageEnd(r)));
+  } catch (err) {
+    end?.close();
+    throw err;
+  }
+  try {
+    (end as MessageEnd).start(conn);
+    return await body(end as MessageEnd);
   } finally {
     try {
       conn.close();
@@ -54,15 +67,17 @@ async function framed(name: string, print: Print, body: () => Promise<void>): Pr
 /** Server: wait for one client, take its message, answer with the same bytes, disconnect. */
 async function serveOne(host: string, port: number, opts: RdmaPairOptions, print: Print, ready?: (port: number) => void): Promise<void> {
   const listener = listen({ host, port, backlog: 1, provider: opts.cm });
-  let conn: Connection;
+  let request: ConnectionRequest;
   try {
     ready?.(listener.address?.port ?? port);
-    const request = await firstValueFrom(listener.requests$);
-    conn = await withDeadline(request.accept(RESOURCES), opts.timeoutMs, `the connection from ${formatAddress(request.peerAddress)}`);
-  } finally {
+    request = await firstValueFrom(listener.requests$);
+  } catch (err) {
     listener.close();
+    throw err;
   }
-  await exchange(conn, async (end) => {
+  // The CM ends a set-up the client gave up on (DisconnectedError): no deadline of ours here.
+  const accept = (prepare: (r: VerbsResources) => void) => request.accept({ ...RESOURCES, prepare }).finally(() => listener.close());
+  await exchange(accept, async (end) => {
     const got = await withDeadline(end.receive(), opts.timeoutMs, "the client's message");
     if (opts.verbose) print(`rdma_server: received ${hex(got)}`);
     await withDeadline(end.send(got), opts.timeoutMs, 'the answer to be sent');
@@ -70,9 +85,9 @@ async function serveOne(host: string, port: number, opts: RdmaPairOptions, print
 }
 
 /** Client: connect, send our message, wait for the answer, disconnect. Resolves with the answer. */
-async function askOnce(host: string, port: number, opts: RdmaPairOptions, print: Print): Promise<Buffer> {
-  const conn = await connect({ host, port, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES });
-  return exchange(conn, async (end) => {
+function askOnce(host: string, port: number, opts: RdmaPairOptions, print: Print): Promise<Buffer> {
+  const open = (prepare: (r: VerbsResources) => void) => connect({ host, port, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES, prepare });
+  return exchange(open, async (end) => {
     await withDeadline(end.send(CLIENT_MESSAGE), opts.timeoutMs, 'the message to be sent');
     const got = await withDeadline(end.receive(), opts.timeoutMs, "the server's answer");
     if (opts.verbose) print(`rdma_client: received ${hex(got)}`);

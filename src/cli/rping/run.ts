@@ -3,11 +3,12 @@
  * one after another or at once), client, and both in one process.
  *
  * Each connection is made by the package's `listen()` / `connect()` with a
- * QP sized as rping sizes its own (16 send slots, 2 receive slots) and
- * rping's connection parameters (responder resources 1, initiator depth 1,
- * retry 7, RNR retry 7: the CM's defaults).
+ * QP sized as rping sizes its own (16 send slots, 2 receive slots), its
+ * receive posted before the connection is up (`prepare`), and rping's
+ * connection parameters (responder resources 1, initiator depth 1, retry 7,
+ * RNR retry 7: the CM's defaults).
  */
-import { connect, listen, type Connection, type ConnectionRequest, type Listener } from '../../index';
+import { connect, listen, type Connection, type ConnectionRequest, type Listener, type VerbsResources } from '../../index';
 import { formatAddress, numericHost, refuseSoftAcrossProcesses } from '../shared/cm';
 import type { RpingOptions } from './options';
 import { RpingSession, type Print, type SessionOptions } from './session';
@@ -34,13 +35,32 @@ function sessionOptions(opts: RpingOptions): SessionOptions {
   return { size: opts.size, count: opts.count, verbose: opts.verbose, validate: opts.validate, debug: opts.debug };
 }
 
-/** Runs one session on `conn`, then closes both (the connection first: it disconnects and stops the device). */
-async function runSession(conn: Connection, role: 'server' | 'client', opts: RpingOptions, print: Print): Promise<number> {
+/**
+ * Makes a connection with `open` (connect or accept), the session's buffers
+ * registered and its receive posted in `prepare`, before the peer can send;
+ * then runs the session and closes both (the connection first: it
+ * disconnects and stops the device).
+ */
+async function runSession(
+  open: (prepare: (r: VerbsResources) => void) => Promise<Connection>,
+  role: 'server' | 'client',
+  opts: RpingOptions,
+  print: Print,
+  connected?: (conn: Connection) => void,
+): Promise<number> {
+  const options = { ...sessionOptions(opts), corruptPing: role === 'server' ? corruptPing() : undefined };
   let session: RpingSession | undefined;
+  let conn: Connection;
   try {
-    session = new RpingSession(conn, role, { ...sessionOptions(opts), corruptPing: role === 'server' ? corruptPing() : undefined }, print);
-    session.start();
-    return role === 'server' ? await session.serve() : await session.ping();
+    conn = await open((r) => (session = new RpingSession(r, role, options, print)));
+  } catch (err) {
+    session?.close();
+    throw err;
+  }
+  try {
+    connected?.(conn);
+    (session as RpingSession).start(conn);
+    return role === 'server' ? await (session as RpingSession).serve() : await (session as RpingSession).ping();
   } finally {
     try {
       conn.close();
@@ -54,9 +74,9 @@ async function runSession(conn: Connection, role: 'server' | 'client', opts: Rpi
 async function serveRequest(request: ConnectionRequest, opts: RpingOptions, print: Print): Promise<void> {
   const peer = formatAddress(request.peerAddress);
   if (opts.debug) print(`server: connection request from ${peer}`);
-  const conn = await request.accept(RESOURCES);
-  if (opts.debug) print(`server: connected to ${peer}`);
-  const pings = await runSession(conn, 'server', opts, print);
+  const pings = await runSession((prepare) => request.accept({ ...RESOURCES, prepare }), 'server', opts, print, () => {
+    if (opts.debug) print(`server: connected to ${peer}`);
+  });
   if (opts.debug) print(`server: ${peer} disconnected after ${pings} pings`);
 }
 
@@ -122,10 +142,11 @@ export async function runClient(opts: RpingOptions, print: Print): Promise<void>
   await pingServer(host, opts.port, opts, print);
 }
 
-async function pingServer(host: string, port: number, opts: RpingOptions, print: Print): Promise<number> {
-  const conn = await connect({ host, port, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES });
-  if (opts.debug) print(`client: connected to ${formatAddress(conn.peerAddress)}`);
-  return runSession(conn, 'client', opts, print);
+function pingServer(host: string, port: number, opts: RpingOptions, print: Print): Promise<number> {
+  const open = (prepare: (r: VerbsResources) => void) => connect({ host, port, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES, prepare });
+  return runSession(open, 'client', opts, print, (conn) => {
+    if (opts.debug) print(`client: connected to ${formatAddress(conn.peerAddress)}`);
+  });
 }
 
 /**

@@ -3,16 +3,18 @@
  * protocol of rdma-core's `rping` (see wire.ts), driven by the connection's
  * completions through the rx-verbs fast path (`cq.completions$`).
  *
- * The completion handler turns each completion into a step (a receive with
- * its advertisement, an RDMA READ or WRITE done) in a mailbox; the protocol
- * is a plain `async` loop awaiting those steps in order. The receive is
+ * The first receive is posted before the connection is up (`prepare` of
+ * connect / accept), as rping does, so the peer's first SEND finds it. The
+ * completion handler turns each completion into a step (a receive with its
+ * advertisement, an RDMA READ or WRITE done) in a mailbox; the protocol is
+ * a plain `async` loop awaiting those steps in order. The receive is
  * re-posted in the handler, before the step is queued, so it is there before
  * the peer can send again (the peer sends only after hearing from us).
  */
 import { Subscription } from 'rxjs';
 import { WorkCompletionError, wcStatusName, type Mr, type WcBatch } from '../../index';
 import { Mailbox } from '../shared/mailbox';
-import { feedCompletions, watchEnd, type Link } from '../shared/link';
+import { feedCompletions, watchEnd, type Link, type LinkResources } from '../shared/link';
 import { cString, cStringBytes, decodeInfo, encodeInfo, fillPing, INFO_BYTES, type RdmaInfo } from './wire';
 
 /** Where lines go (stdout, or a test's collector). */
@@ -70,8 +72,12 @@ export class RpingSession {
   /** Pings completed. */
   pings = 0;
 
+  /**
+   * Registers the buffers on the connection's PD and posts the receive:
+   * call it from `prepare`, before the peer can send.
+   */
   constructor(
-    private readonly link: Link,
+    private readonly link: LinkResources,
     private readonly role: 'server' | 'client',
     private readonly options: SessionOptions,
     private readonly print: Print,
@@ -86,21 +92,18 @@ export class RpingSession {
       this.rdmaMr = pd.allocMemory(options.size, { access: REMOTE });
       mrs.push(this.rdmaMr);
       this.startMr = role === 'client' ? pd.allocMemory(options.size, { access: REMOTE }) : undefined;
+      if (this.startMr) mrs.push(this.startMr);
+      this.postRecv();
     } catch (err) {
       for (const mr of mrs) mr.close();
       throw err;
     }
   }
 
-  /**
-   * Posts the receive and starts taking completions. Call before the peer
-   * can send: rping's client sends its first advertisement as soon as the
-   * connection is up.
-   */
-  start(): void {
-    this.postRecv();
+  /** Starts taking completions and watching the end of `conn` (the connection the resources became). */
+  start(conn: Link): void {
     this.feed = feedCompletions(this.link, (b) => this.onBatch(b), (err) => this.steps.end(err));
-    this.ended = watchEnd(this.link, (b) => this.onBatch(b), (err) => this.steps.end(new PeerDisconnected(err)));
+    this.ended = watchEnd(conn, (b) => this.onBatch(b), (err) => this.steps.end(new PeerDisconnected(err)));
   }
 
   /**

@@ -7,12 +7,16 @@
 import { Subscription, type Observable } from 'rxjs';
 import type { Cq, Pd, Qp, WcBatch } from '../../index';
 
-/** One end of a connected RC queue pair. */
-export interface Link {
+/** The verbs objects of one end of an RC connection (what `prepare` gets, before the connection is up). */
+export interface LinkResources {
   readonly pd: Pd;
   readonly qp: Qp;
   readonly sendCq: Cq;
   readonly recvCq: Cq;
+}
+
+/** One end of a connected RC queue pair. */
+export interface Link extends LinkResources {
   /** Emits (or errors) once when the peer or the device ends the connection. */
   readonly disconnected$: Observable<unknown>;
 }
@@ -22,7 +26,7 @@ export interface Link {
  * CQ, on the native fast path `completions$`: event, ack, re-arm, poll) to
  * `onBatch`. A failing source goes to `onError`.
  */
-export function feedCompletions(link: Link, onBatch: (batch: WcBatch) => void, onError: (err: unknown) => void): Subscription {
+export function feedCompletions(link: LinkResources, onBatch: (batch: WcBatch) => void, onError: (err: unknown) => void): Subscription {
   const all = new Subscription();
   const cqs = link.sendCq === link.recvCq ? [link.sendCq] : [link.sendCq, link.recvCq];
   for (const cq of cqs) all.add(cq.completions$.subscribe({ next: onBatch, error: onError }));
@@ -35,7 +39,7 @@ export function feedCompletions(link: Link, onBatch: (batch: WcBatch) => void, o
  * device produced before the peer's disconnect may still sit in a CQ when
  * the disconnect event is read first, and the protocol must see it.
  */
-export function drainCompletions(link: Link, onBatch: (batch: WcBatch) => void): void {
+export function drainCompletions(link: LinkResources, onBatch: (batch: WcBatch) => void): void {
   const cqs = link.sendCq === link.recvCq ? [link.sendCq] : [link.sendCq, link.recvCq];
   for (const cq of cqs) {
     if (cq.closed) continue;
