@@ -10,7 +10,7 @@ export const OPTIONS = {
   server: { short: 's', type: 'boolean', help: 'server side' },
   client: { short: 'c', type: 'boolean', help: 'client side' },
   addr: { short: 'a', type: 'string', help: 'server: address to listen on (default 0.0.0.0); client: the server\'s address' },
-  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from' },
+  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from (not supported: refused with a message)' },
   port: { short: 'p', type: 'number', help: 'port', default: 7174 },
   count: { short: 'C', type: 'number', help: 'number of pings (0: until the peer disconnects)', default: 0 },
   size: { short: 'S', type: 'number', help: `ping data size, ${MIN_SIZE}..${MAX_SIZE}`, default: 64 },
