@@ -58,8 +58,10 @@ export class CmId implements CmIdPort {
   }
 
   /** `rdma_resolve_addr`. */
-  resolveAddr(dst: CmAddress, timeoutMs: number): void {
-    this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs);
+  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress): void {
+    const from = src && { host: src.host, port: src.port };
+    if (from) this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs, from);
+    else this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs);
   }
 
   /** `rdma_resolve_route`. */

@@ -56,6 +56,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
   const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
   const cm = portFor<R, object>(opts, host);
   const peer = { host, port };
+  const source = opts.localHost === undefined ? undefined : { host: checkHost(opts.localHost, 'localHost'), port: 0 };
 
   return new Observable<Connection<R>>((subscriber) => {
     let shared: SharedCmChannel | undefined;
@@ -131,7 +132,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
       shared = new SharedCmChannel(cm.createChannel(host)).acquire();
       id = shared.channel.createId();
       shared.on(id, onEvent);
-      id.resolveAddr(peer, RESOLVE_MS);
+      id.resolveAddr(peer, RESOLVE_MS, source);
     } catch (err) {
       fail(err);
     }

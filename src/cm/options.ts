@@ -17,6 +17,8 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
   host: string;
   /** The port it listens on. */
   port: number;
+  /** The local numeric address to connect from (default: the one the route to `host` picks). */
+  localHost?: string;
   /** Sent with the connect request: at most 56 bytes (a string is sent as UTF-8). */
   privateData?: Uint8Array | string;
   /**

@@ -95,8 +95,11 @@ export interface CmIdPort {
   bind(addr: CmAddress): void;
   /** Listens for connect requests (`rdma_listen`). */
   listen(backlog: number): void;
-  /** Resolves `dst` to a device (`rdma_resolve_addr`): `ADDR_RESOLVED` or `ADDR_ERROR` follows. */
-  resolveAddr(dst: CmAddress, timeoutMs: number): void;
+  /**
+   * Resolves `dst` to a device (`rdma_resolve_addr`), from the local
+   * address `src` when given: `ADDR_RESOLVED` or `ADDR_ERROR` follows.
+   */
+  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress): void;
   /** Resolves the route (`rdma_resolve_route`): `ROUTE_RESOLVED` or `ROUTE_ERROR` follows. */
   resolveRoute(timeoutMs: number): void;
   /** Sends the connect request (`rdma_connect`). */

@@ -5,7 +5,7 @@ import type { VirtualCmChannel } from './virtual-cm-channel';
 export interface VirtualFabric {
   bind(id: VirtualCmId, addr: CmAddress): CmAddress;
   listen(id: VirtualCmId): void;
-  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number): void;
+  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number, src?: CmAddress): void;
   resolveRoute(id: VirtualCmId): void;
   connect(id: VirtualCmId, param: CmConnParam): void;
   accept(id: VirtualCmId, param: CmConnParam): void;
@@ -68,10 +68,10 @@ export class VirtualCmId implements CmIdPort {
   }
 
   /** `ADDR_RESOLVED` after one hop, or `ADDR_ERROR` after `timeoutMs` for a host nobody has. */
-  resolveAddr(dst: CmAddress, timeoutMs: number): void {
+  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress): void {
     this.check('resolveAddr', 'idle', 'bound');
     this.state = 'resolving';
-    this.fabric.resolveAddr(this, dst, timeoutMs);
+    this.fabric.resolveAddr(this, dst, timeoutMs, src);
   }
 
   /** `ROUTE_RESOLVED` after one hop. */

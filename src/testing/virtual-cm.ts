@@ -68,7 +68,17 @@ function event(type: CmEventType, id: CmIdPort, extra?: Partial<CmEvent>): CmEve
  *
  * Each CM hop takes `latency` frames (default 1): a connect is resolved at
  * frame 1, routed at 2, reaches the listener at 3 and is established at 4
- * on the active side (5 on the passive side). Connections carry virtual
+ * on the active side (5 on the passive side):
+ *
+ * ```
+ * connect$() at frame 0:    ----(c|)    established
+ * listener.requests$:       ---r        the request arrives
+ * request.accept() at 3:    -----a      resolves (ESTABLISHED on the passive side)
+ * peer answer 'n' / 'u':    ----#       refused / unreachable
+ * peer answer 's':          ------...#  ConnectTimeoutError at timeoutMs
+ * peer disconnects at 20:   ---------------------d   disconnected$ ({ by: 'peer' }) one hop later
+ * deviceRemoval '10ms x':   ----------#  DeviceRemovedError on every stream
+ * ``` Connections carry virtual
  * verbs resources: a `VirtualChannel`, `VirtualCq`s (add completions to
  * play traffic) and a `VirtualQp` whose state the CM moves.
  * {@link VirtualCm.removeDevice} (or the `deviceRemoval` marble) ends every
@@ -221,7 +231,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
   }
 
   /** @internal */
-  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number): void {
+  resolveAddr(id: VirtualCmId, dst: CmAddress, timeoutMs: number, src?: CmAddress): void {
     this.ensureDevice();
     if (!this.knows(dst)) {
       this.later(id, () => event('ADDR_ERROR', id, { status: ERRNO_ETIMEDOUT }), Math.max(timeoutMs, this.latency));
@@ -230,7 +240,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     this.later(id, () => {
       id.state = 'resolved';
       id.peerAddress = dst;
-      const local = this.listeners.has(key(dst)) ? dst.host : this.localHost;
+      const local = src?.host ?? (this.listeners.has(key(dst)) ? dst.host : this.localHost);
       id.localAddress = { host: local, port: this.nextPort++ };
       return event('ADDR_RESOLVED', id);
     });

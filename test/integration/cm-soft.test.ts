@@ -1,9 +1,11 @@
 import * as fs from 'fs';
 import { filter, firstValueFrom, lastValueFrom } from 'rxjs';
 import {
-  connect,
+  connect as connectApi,
   connect$,
-  listen,
+  listen as listenApi,
+  ConnectionOptions,
+  ListenOptions,
   Connection,
   ConnectionRejectedError,
   ConnectTimeoutError,
@@ -62,6 +64,31 @@ class End {
     expect(batch.at(0)!.status).toBe('SUCCESS');
   }
 }
+
+/**
+ * Everything a test opens, closed after it whatever happened: a failed
+ * assertion must not leave a listener holding jest's process open.
+ */
+const opened: Array<{ close(): void }> = [];
+function listen(options: ListenOptions) {
+  return track(listenApi(options));
+}
+async function connect(options: ConnectionOptions) {
+  return track(await connectApi(options));
+}
+function track<T extends { close(): void }>(thing: T): T {
+  opened.push(thing);
+  return thing;
+}
+afterEach(() => {
+  for (const thing of opened.splice(0).reverse()) {
+    try {
+      thing.close();
+    } catch {
+      // closed already, or its device is gone
+    }
+  }
+});
 
 function openFds(): number {
   return fs.readdirSync('/proc/self/fd').length;
@@ -184,6 +211,24 @@ describeCm('connections on soft0 over the soft CM', () => {
     server.close();
   });
 
+  it('a request left unanswered until the client gives up: accepting it later fails, nothing hangs or leaks', async () => {
+    const fds = openFds();
+    const listener = listen({ host: HOST, port: 0 });
+    const pending = firstValueFrom(listener.requests$);
+    const err = await connect({ host: HOST, port: listener.address!.port, timeoutMs: 200 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectTimeoutError);
+    const request = await pending;
+    // The soft CM does not tell the passive side yet (librdmacm's REJ would
+    // arrive as an event): the accept itself fails, and releases everything.
+    try {
+      await expect(request.accept()).rejects.toMatchObject({ message: expect.stringMatching(/\S/) });
+      expect(request.answer).toBe('accepted');
+    } finally {
+      listener.close();
+    }
+    expect(openFds()).toBe(fds);
+  });
+
   it('runs 200 connect/close cycles with open fds flat', async () => {
     const listener = listen({ host: HOST, port: 0 });
     const port = listener.address!.port;
@@ -263,6 +308,22 @@ describeCm('connections on soft0 over the soft CM', () => {
     client.close();
     server.close();
     listener.close();
+  });
+
+  it('connects from the local address asked for (another soft device)', async () => {
+    const name = `softcm-src${process.pid}`;
+    (binding().createSoftDevice as (o: object) => void)({ name, addresses: ['198.19.9.3'] });
+    const listener = listen({ host: HOST, port: 0 });
+    const accepted = firstValueFrom(listener.requests$).then((r) => r.accept());
+    const client = await connect({ host: HOST, port: listener.address!.port, localHost: '198.19.9.3' });
+    const server = track(await accepted);
+    expect(client.context.deviceName).toBe(name);
+    expect(client.localAddress?.host).toBe('198.19.9.3');
+    expect(server.peerAddress?.host).toBe('198.19.9.3');
+    const b = new End(server);
+    b.postRecv();
+    new End(client).send('across devices');
+    expect(await b.received()).toBe('across devices');
   });
 
   it('refuses bad input before anything is sent', () => {

@@ -81,6 +81,19 @@ describe('connections (virtual CM, real time)', () => {
     listener.close();
   });
 
+  it('connects from the local address asked for', async () => {
+    const listener = listen({ ...addr, cm });
+    const accepted = nextRequest(listener).then((r) => r.accept());
+    const client = await connect({ ...addr, cm, localHost: '10.0.0.9' });
+    const server = await accepted;
+    expect(client.localAddress?.host).toBe('10.0.0.9');
+    expect(server.peerAddress?.host).toBe('10.0.0.9');
+    expect(() => connect$({ ...addr, cm, localHost: 'here' })).toThrow(/localHost must be a numeric/);
+    client.close();
+    server.close();
+    listener.close();
+  });
+
   it('accepts many clients on one listener', async () => {
     const listener = listen({ ...addr, cm });
     const served: Promise<unknown>[] = [];
