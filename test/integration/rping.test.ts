@@ -90,8 +90,19 @@ describe('rx-verbs rping --loopback on soft0', () => {
     expect(r.stdout).toMatch(/^server: 127\.0\.0\.1:\d+ disconnected after 1 pings$/m);
   });
 
+  it('-I connects from the given source address; one no device has fails clearly', async () => {
+    const ok = await cli(['rping', '--loopback', '-p', '0', '-C', '2', '-V', '-d', '-I', '127.0.0.1']);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^server: connection request from 127\.0\.0\.1:\d+$/m);
+    const bad = await cli(['rping', '--loopback', '-p', '0', '-C', '2', '-I', '192.0.2.7']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^rx-verbs: .*EADDRNOTAVAIL.*192\.0\.2\.7/m);
+  });
+
   it.each([
     [['rping', '-S', '25', '--loopback'], /--size must be an integer in 26\.\.65535/],
+    [['rping', '--loopback', '-a', '127.0.0.1'], /--loopback serves on 127\.0\.0\.1: give no -a/],
     [['rping', '-c'], /needs the server's address \(-a\)/],
     [['rping'], /give a role/],
     [['rping', '-s', '-Z'], /Unknown option '-Z'/],

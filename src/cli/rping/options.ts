@@ -10,7 +10,7 @@ export const OPTIONS = {
   server: { short: 's', type: 'boolean', help: 'server side' },
   client: { short: 'c', type: 'boolean', help: 'client side' },
   addr: { short: 'a', type: 'string', help: 'server: address to listen on (default 0.0.0.0); client: the server\'s address' },
-  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from (not supported: refused with a message)' },
+  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from' },
   port: { short: 'p', type: 'number', help: 'port', default: 7174 },
   count: { short: 'C', type: 'number', help: 'number of pings (0: until the peer disconnects)', default: 0 },
   size: { short: 'S', type: 'number', help: `ping data size, ${MIN_SIZE}..${MAX_SIZE}`, default: 64 },
@@ -62,6 +62,7 @@ export interface RpingOptions {
 /** Checks the parsed command line. */
 export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof OPTIONS>): RpingOptions {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (the server's address goes with -a)`);
+  if (o.loopback && o.addr !== undefined) throw new UsageError('--loopback serves on 127.0.0.1: give no -a');
   const roles = [o.server && '-s', o.client && '-c', o.loopback && '--loopback'].filter(Boolean);
   if (roles.length !== 1) {
     throw new UsageError(roles.length === 0 ? 'give a role: -s (server), -c (client) or --loopback' : `one role at a time, got ${roles.join(' ')}`);

@@ -134,16 +134,15 @@ export async function runServer(opts: RpingOptions, print: Print): Promise<void>
 
 /** Client: connect to -a, ping -C times (0: until the server disconnects). */
 export async function runClient(opts: RpingOptions, print: Print): Promise<void> {
-  if (opts.sourceAddr !== undefined) {
-    throw new Error('-I (connect from a given source address) is not supported: connect() picks the source by route');
-  }
   const host = await numericHost(opts.addr as string);
+  const localHost = opts.sourceAddr === undefined ? undefined : await numericHost(opts.sourceAddr);
   refuseSoftAcrossProcesses(host, opts.cm);
-  await pingServer(host, opts.port, opts, print);
+  await pingServer(host, opts.port, opts, print, localHost);
 }
 
-function pingServer(host: string, port: number, opts: RpingOptions, print: Print): Promise<number> {
-  const open = (prepare: (r: VerbsResources) => void) => connect({ host, port, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES, prepare });
+function pingServer(host: string, port: number, opts: RpingOptions, print: Print, localHost?: string): Promise<number> {
+  const where = { host, port, ...(localHost === undefined ? {} : { localHost }) };
+  const open = (prepare: (r: VerbsResources) => void) => connect({ ...where, timeoutMs: opts.timeoutMs, provider: opts.cm, ...RESOURCES, prepare });
   return runSession(open, 'client', opts, print, (conn) => {
     if (opts.debug) print(`client: connected to ${formatAddress(conn.peerAddress)}`);
   });
@@ -164,7 +163,8 @@ export async function runLoopback(opts: RpingOptions, print: Print): Promise<voi
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   const server = serve(listener, opts, print, stopped);
   try {
-    const clients = Array.from({ length: opts.clients }, () => pingServer(host, port, opts, print));
+    const localHost = opts.sourceAddr === undefined ? undefined : await numericHost(opts.sourceAddr);
+    const clients = Array.from({ length: opts.clients }, () => pingServer(host, port, opts, print, localHost));
     const results = await Promise.allSettled(clients);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
