@@ -83,7 +83,32 @@ const rpcExample = {
   },
 };
 
-/** The cases, in order. */
+// Faults with ours on both sides. -C 0 pings until stopped.
+const oursForever = {
+  server: { on: 'a', cmd: `${OURS} rping -s -a "$RXV_SELF" -p "$RXV_PORT" -v` },
+  client: { on: 'b', cmd: `${OURS} rping -c -a "$RXV_PEER" -p "$RXV_PORT" -C 0 -v -V` },
+};
+// The client's process dies mid-transfer: our server must end by itself
+// (the peer's disconnect, or its operations failing), not hang.
+const oursPeerKilled = {
+  name: 'fault: our rping client killed mid-transfer; our server ends by itself',
+  timeout: 120,
+  server: { ...oursForever.server, exit: 'any', expect: pings(5, 'server') },
+  client: { ...oursForever.client, exit: 128 + 9 },
+  faults: [{ when: { side: 'client', line: /^ping data: rdma-ping-5: / }, kill: 'client', signal: 'KILL' }],
+};
+// rxe0 deleted under our server's live connection: the server fails with
+// the device-removal error (exit 1); the client may learn nothing.
+const oursDeviceRemoved = {
+  name: "fault: rxe0 deleted under our rping server's connection; it fails, not hangs",
+  timeout: 120,
+  destructive: true,
+  server: { ...oursForever.server, exit: 'nonzero', expect: pings(5, 'server') },
+  client: { ...oursForever.client, exit: 'any', mayRun: true },
+  faults: [{ when: { side: 'client', line: /^ping data: rdma-ping-5: / }, on: 'a', run: 'rdma link delete "$RXV_DEV"' }],
+};
+
+/** The cases, in order (destructive ones run last whatever their place). */
 module.exports = [
   rping('ours', 'theirs', true),
   rping('theirs', 'ours', true),
@@ -93,4 +118,6 @@ module.exports = [
   rdmaPair('ours', 'ours'),
   persistent,
   rpcExample,
+  oursPeerKilled,
+  oursDeviceRemoved,
 ];
