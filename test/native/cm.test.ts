@@ -666,6 +666,61 @@ describe('soft CM: bad input and misuse', () => {
   });
 });
 
+describe('soft CM: arbitrary input', () => {
+  itSoft('random arguments to every CmId method: each call works or throws a TypeError, a RangeError or an errno Error; nothing leaks', () => {
+    const trap = new Error('from a getter');
+    const values: unknown[] = [
+      undefined, null, 0, -1, 1, 2, 3, 6, 2 ** 31, NaN, 'x', '127.0.0.1', {}, [], Buffer.alloc(10),
+      { host: '127.0.0.1', port: 0 }, { host: '::1', port: 1 }, { host: '198.19.0.1', port: 5 },
+      { qpNum: 1 }, { qpNum: 1, privateData: Buffer.alloc(300) }, () => 0,
+      new Proxy({}, { get: () => { throw trap; } }),
+    ];
+    const live0 = b.liveObjects();
+    const a = quietChannel();
+    const c = quietChannel();
+    const ids = [a.createId(), a.createId(), c.createId()];
+    const methods = ['bind', 'listen', 'resolveAddr', 'resolveRoute', 'openContext', 'modifyQp', 'connect', 'accept', 'reject', 'establish', 'disconnect', 'migrate'] as const;
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const odd: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const id = ids[i % ids.length];
+      const m = methods[rnd(methods.length)];
+      const args = [values[rnd(values.length)], values[rnd(values.length)], values[rnd(values.length)]];
+      if (m === 'migrate' && rnd(2) === 0) args[0] = rnd(2) ? a : c;
+      try {
+        const r = (id[m] as (...x: unknown[]) => unknown)(...args) as { close?: () => void } | undefined;
+        r?.close?.();
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        if (e !== trap && e.name !== 'TypeError' && e.name !== 'RangeError' && !/^E[A-Z]+$/.test(e.code ?? '')) odd.push(`${m}: ${e.name} ${e.message}`);
+      }
+      for (const ch of [a, c]) for (const ev of ch.readEvents()) if (ev.type === CmEvent.CONNECT_REQUEST) ev.id.close();
+    }
+    for (const id of ids) id.close();
+    a.close();
+    c.close();
+    expect(odd).toEqual([]);
+    expect(b.liveObjects()).toBe(live0);
+  });
+
+  itSoft('a getter that closes the id or the channel while its arguments are read: EBADF, never a use after free', () => {
+    const ch = quietChannel();
+    let id = ch.createId();
+    const closing = (v: unknown) => ({ get host() { id.close(); return v; }, port: 0 });
+    expectThrow(() => id.bind(closing('127.0.0.1') as never), 'Error', { code: 'EBADF' });
+    id = ch.createId();
+    expectThrow(() => id.connect({ get qpNum() { id.close(); return 1; } } as never), 'Error', { code: 'EBADF' });
+    id = ch.createId();
+    expectThrow(() => id.resolveAddr({ host: '127.0.0.1', port: 1 }, { valueOf: () => 5 } as never), 'TypeError');
+    const other = quietChannel();
+    other.close();
+    expectThrow(() => id.migrate(other), 'Error', { code: 'EBADF' });
+    id.close();
+    ch.close();
+  });
+});
+
 describe('rdma_cm provider', () => {
   it('rdmacmStatus says whether librdmacm can be used; where the kernel has no RDMA CM, creating a channel is a clear errno Error', () => {
     const status = b.rdmacmStatus();
