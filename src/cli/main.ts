@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `rx-verbs` command: devices, demo, pingpong, bench.
+ * The `rx-verbs` command: devices, demo, pingpong, rping, rdma-server, rdma-client, bench.
  * @packageDocumentation
  */
 import { UsageError } from './shared/usage-error';
@@ -10,7 +10,7 @@ const USAGE = `Usage: rx-verbs <command> [options]
 
 Commands:
 ${Object.entries(COMMANDS)
-  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+  .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
   .join('\n')}
 
 Run 'rx-verbs <command> --help' for a command's options.

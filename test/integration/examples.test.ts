@@ -44,4 +44,19 @@ describe('examples', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/round trip p50: event mode [\d.]+ us, spin 50 us then park [\d.]+ us/);
   });
+
+  it('06-rpc-over-cm: many clients over rdma_cm, one completion channel on the server, every answer checked', async () => {
+    const r = await runExample('06-rpc-over-cm/client.js', ['--clients', '8', '--calls', '400']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^8 clients, 3200 calls, 0 wrong$/m);
+    expect(r.stdout).toMatch(/^server: 8 clients, 3200 calls answered on one completion channel$/m);
+  });
+
+  it('06-rpc-over-cm: the server file alone runs the same in one process', async () => {
+    const r = await runExample('06-rpc-over-cm/server.js');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^8 clients, 8000 calls, 0 wrong$/m);
+  });
 });

@@ -5,10 +5,20 @@
 import { demo } from '../demo/command';
 import { devices } from '../devices/command';
 import { pingpong } from '../pingpong/command';
+import { rdmaClient, rdmaServer } from '../rdma-pair/command';
+import { rping } from '../rping/command';
 import type { Command } from '../shared/command';
 import { bench } from './bench';
 
 export type { Command } from '../shared/command';
 
 /** Every subcommand, by name, in the order `rx-verbs --help` lists them. */
-export const COMMANDS: Record<string, Command> = { devices, demo, pingpong, bench };
+export const COMMANDS: Record<string, Command> = {
+  devices,
+  demo,
+  pingpong,
+  rping,
+  'rdma-server': rdmaServer,
+  'rdma-client': rdmaClient,
+  bench,
+};
