@@ -116,6 +116,8 @@ module.exports = [
   pingpong,
   rpingQ,
   cmPair,
+  // rx-verbs' own commands and examples/06 against rdma-core's tools.
+  ...require('./pair-cases-cli'),
   peerKilled,
   linkDown,
 ];
