@@ -16,7 +16,7 @@
  *   node examples/06-rpc-over-cm/server.js                 (no host: server and clients in this process, on soft0)
  */
 const { parseArgs } = require('util');
-const { openDevice, listen, ackEvents, rearm, drainCq, cmProviderFor, softCmAddresses } = require('rx-verbs');
+const { openCmContext, releaseCmContext, listen, ackEvents, rearm, drainCq } = require('rx-verbs');
 const { MSG, readRequest, writeAnswer } = require('./protocol');
 
 /** Requests a client may have in flight (the receives the server keeps posted per client). */
@@ -26,19 +26,15 @@ const RESOURCES = { cqe: 4 * DEPTH, cap: { maxSendWr: 2 * DEPTH, maxRecvWr: DEPT
 const OP_RECV = 128;
 const WC_FLUSH = 5;
 
-/** The soft device whose CM answers on `host`, if one does: its memory must come from that device. */
-function deviceFor(/** @type {string} */ host) {
-  if (cmProviderFor(host) !== 'soft') return undefined; // a real device: RX_VERBS_DEVICE or the first one
-  return Object.entries(softCmAddresses()).find(([, hosts]) => hosts.includes(host))?.[0];
-}
-
 /**
  * Starts a server on `host:port` (port 0: any free one).
- * @param {{ host: string, port: number, device?: string, log?: (line: string) => void }} options
+ * @param {{ host: string, port: number, log?: (line: string) => void }} options
  */
-function startServer({ host, port, device, log = () => undefined }) {
+function startServer({ host, port, log = () => undefined }) {
   const listener = listen({ host, port, backlog: 128 });
-  const ctx = openDevice(device ?? deviceFor(host));
+  // The CM's own device context: on rdma_cm a connection's QP must be made
+  // on it, so the shared PD and channel come from it too.
+  const ctx = openCmContext(host);
   const channel = ctx.createCompChannel(); // every connection's CQ raises its events here
   const pd = ctx.allocPd();
   /** @type {Map<number, { serve(batch: import('rx-verbs').WcBatch, i: number): void }>} */
@@ -146,7 +142,7 @@ function startServer({ host, port, device, log = () => undefined }) {
       listener.close();
       for (const close of [...closers]) close();
       pipeline.unsubscribe();
-      ctx.close();
+      releaseCmContext(ctx); // the last user: closes the channel, the PD and all on it
     },
   };
 }
@@ -159,14 +155,13 @@ if (require.main === module) {
       host: { type: 'string' },
       port: { type: 'string', default: '7400' },
       clients: { type: 'string', default: '0' },
-      device: { type: 'string' },
     },
   });
   if (values.host === undefined) {
     // No address: the whole example in this process (soft0's CM lives in one process).
     require('./client').demo().then((ok) => (process.exitCode = ok ? 0 : 1));
   } else {
-    const server = startServer({ host: values.host, port: Number(values.port), device: values.device, log: console.log });
+    const server = startServer({ host: values.host, port: Number(values.port), log: console.log });
     console.log(`server: listening on ${values.host}:${server.address?.port}`);
     const exitAfter = Number(values.clients);
     server.onLeave((s) => {

@@ -1,6 +1,7 @@
 import type { NativeCmId } from '../native/binding';
 import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
-import { Context } from '../verbs/context';
+import type { Context } from '../verbs/context';
+import { adoptCmContext } from './shared-context';
 import type { CmChannel } from './cm-channel';
 
 /**
@@ -69,9 +70,13 @@ export class CmId implements CmIdPort {
     this.native.resolveRoute(timeoutMs);
   }
 
-  /** A context on the id's device (librdmacm: the CM's own `ibv_context`). */
+  /**
+   * A context on the id's device (librdmacm: the CM's own `ibv_context`,
+   * one Context shared by every connection on that device; see
+   * `shared-context.ts`).
+   */
   openContext(): Context {
-    return new Context(this.native.openContext());
+    return adoptCmContext(this.native.openContext(), this.native.channel.provider);
   }
 
   /** `rdma_connect`. */

@@ -108,6 +108,10 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
             id!.connect({ qpNum: resources.qpNum, privateData });
             return;
           case 'CONNECT_RESPONSE':
+            // INIT again: before the request went out the CM knew no
+            // responder resources, so the first INIT granted no remote
+            // access (rdma_init_qp_attr); now it does (rping -q does the same).
+            cm.modifyQp(id!, resources!, 'INIT');
             cm.modifyQp(id!, resources!, 'RTR');
             cm.modifyQp(id!, resources!, 'RTS');
             id!.establish();

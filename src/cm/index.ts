@@ -11,6 +11,6 @@ export type { Disconnect } from './connection';
 export { ConnectionRequest } from './request';
 export { CmChannel } from './cm-channel';
 export { CmId } from './cm-id';
-export { rdmacmStatus, softCmAddresses, cmProviderFor, createCmChannel, NativeCmPort } from './native-port';
+export { rdmacmStatus, softCmAddresses, cmProviderFor, createCmChannel, NativeCmPort, openCmContext, releaseCmContext } from './native-port';
 export type { CmProvider, VerbsResources, VerbsResourceOptions } from './native-port';
 export type { ConnectionOptions, ListenOptions, AcceptOptions, CmCommonOptions } from './options';

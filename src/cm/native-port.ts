@@ -7,6 +7,7 @@ import { CompletionChannel } from '../verbs/channel';
 import type { Qp, QpCapOptions } from '../verbs/qp';
 import { CmChannel } from './cm-channel';
 import { CmId } from './cm-id';
+import { isSharedCmContext, releaseCmContext } from './shared-context';
 
 /** Which native CM serves an address: librdmacm, or the in-process soft CM of soft devices. */
 export type CmProvider = 'rdmacm' | 'soft';
@@ -145,7 +146,7 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
       });
       return new NativeResources(context, pd, channel, sendCq, recvCq, qp, owned);
     } catch (err) {
-      if (owned.context) context.close();
+      if (owned.context) releaseCmContext(context);
       throw err;
     }
   }
@@ -162,7 +163,7 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
 
   releaseResources(resources: VerbsResources): void {
     const r = resources as NativeResources;
-    if (r.owned.context) {
+    if (r.owned.context && !isSharedCmContext(r.context)) {
       // Everything here was made on this context: it closes all in the safe order.
       r.context.close();
       return;
@@ -175,5 +176,30 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
     }
     if (r.owned.channel) r.channel?.close();
     if (r.owned.pd) r.pd.close();
+    if (r.owned.context) releaseCmContext(r.context);
   }
 }
+
+/**
+ * The Context of the device whose CM answers on `host`: the one connections
+ * on that device use (for librdmacm, the CM's own `ibv_context`, shared).
+ * Make PDs, channels and CQs on it for connections to borrow (`accept({ pd,
+ * channel })`): on librdmacm a QP must be on the CM's context. The caller
+ * is one user of it: hand it back with {@link releaseCmContext}, never
+ * `close()`, when done.
+ */
+export function openCmContext(host: string, provider?: CmProvider): Context {
+  const channel = createCmChannel(cmProviderFor(host, provider));
+  try {
+    const id = channel.createId();
+    try {
+      id.bind({ host, port: 0 });
+      return id.openContext();
+    } finally {
+      id.close();
+    }
+  } finally {
+    channel.close();
+  }
+}
+export { releaseCmContext };

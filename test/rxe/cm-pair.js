@@ -141,6 +141,8 @@ async function client(b, log, target) {
   postRecvs(e);
   id.connect({ qpNum: e.qp.qpNum, privateData: Buffer.from('rx-verbs cm-pair client') });
   const resp = await log.next(EV.CONNECT_RESPONSE);
+  // INIT again now that the CM knows the responder resources (remote access).
+  id.modifyQp(e.qp.native, INIT);
   id.modifyQp(e.qp.native, RTR);
   id.modifyQp(e.qp.native, RTS);
   // The active side of a connection whose QP is not attached to the id gets
