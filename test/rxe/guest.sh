@@ -62,7 +62,9 @@ if has_part jest; then
   t=$EPOCHREALTIME
   # --ci: no snapshot writes. The cache folder is the one run.js warmed on
   # the host (same path, so the same transform cache keys), now in tmpfs.
-  RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
+  # dist/ was built and checked on the host before packing (the guest has
+  # no compiler packed): RX_VERBS_DIST_PREBUILT tells the set-up so.
+  RX_VERBS_DIST_PREBUILT=1 RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
     timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \
       --runInBand --ci --forceExit --cacheDirectory="$RXE_JEST_CACHE" \
       --json --outputFile="$OUT/jest.json" "${RXE_JEST_ARGS[@]}" > "$OUT/jest.log" 2>&1

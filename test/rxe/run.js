@@ -30,6 +30,7 @@ const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { bootGuest, freePort, waitListening } = require('./qemu');
+const { ensureFreshDist } = require('../../scripts/test/dist');
 
 const RXE_DIR = __dirname;
 const ROOT = path.resolve(RXE_DIR, '..', '..');
@@ -294,6 +295,14 @@ async function main() {
   // every test file costs ~20 s of set-up under TCG); `-- ARGS` runs jest as given.
   // (jest.config.js keeps test/rxe/ out of the host's runs: undo that here.)
   const jestArgs = o.jestArgs.length ? o.jestArgs : ['--testMatch', '**/test/rxe/native-suite.ts', '--testPathIgnorePatterns', '/node_modules/'];
+  // The guests run dist/ as packed here (they have no tsc): build it from
+  // the current sources first.
+  try {
+    ensureFreshDist({ log: say });
+  } catch (err) {
+    say(err.message);
+    finish(o, 1);
+  }
   if (o.parts.includes('jest')) warmJest(jestArgs);
   packFast();
   let rc = 0;
