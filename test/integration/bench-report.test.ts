@@ -75,6 +75,17 @@ const PROBE = `
 `;
 
 /** Opens `html` in headless Chromium with the probe added, and returns what it found. */
+/**
+ * The environment for chromium: ours without the sanitizer run's preload
+ * and options (`npm run test:asan` runs this file with libasan preloaded,
+ * which chromium is not built for: it hangs).
+ */
+function browserEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const k of ['LD_PRELOAD', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS']) delete env[k];
+  return env;
+}
+
 function drawnInChromium(chromium: string, html: string): Drawn {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxv-report-'));
   try {
@@ -83,7 +94,7 @@ function drawnInChromium(chromium: string, html: string): Drawn {
     const r = spawnSync(
       chromium,
       ['--headless', '--disable-gpu', '--no-sandbox', '--no-first-run', '--disable-extensions', `--user-data-dir=${path.join(dir, 'profile')}`, '--window-size=1200,3000', '--dump-dom', `file://${file}`],
-      { encoding: 'utf8', timeout: 90_000, maxBuffer: 64 << 20 },
+      { encoding: 'utf8', timeout: 90_000, maxBuffer: 64 << 20, env: browserEnv() },
     );
     const m = /<pre id="rx-probe-out">([^<]*)<\/pre>/.exec(r.stdout ?? '');
     if (!m) throw new Error(`chromium printed no probe result (status ${r.status}${r.error ? `, ${r.error.message}` : ''})\n${(r.stderr ?? '').slice(-2000)}`);
