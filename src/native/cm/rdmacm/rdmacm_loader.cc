@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "provider/ibverbs/ibverbs_loader.h"
+#include "util/dl_symbol.h"
 
 namespace rxv {
 namespace cm {
@@ -21,16 +22,6 @@ struct Loaded {
   bool ok = false;
   std::string why;
 };
-
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn* slot, std::string* missing) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    *missing += (missing->empty() ? "" : ", ") + std::string(name);
-    return;
-  }
-  *slot = reinterpret_cast<Fn>(sym);
-}
 
 void load(Loaded* out) {
   // The CM hands out ibv_contexts that our verbs code drives: libibverbs
@@ -52,25 +43,25 @@ void load(Loaded* out) {
   }
   Api& a = out->api;
   std::string missing;
-  resolve(handle, "rdma_create_event_channel", &a.create_event_channel, &missing);
-  resolve(handle, "rdma_destroy_event_channel", &a.destroy_event_channel, &missing);
-  resolve(handle, "rdma_create_id", &a.create_id, &missing);
-  resolve(handle, "rdma_destroy_id", &a.destroy_id, &missing);
-  resolve(handle, "rdma_bind_addr", &a.bind_addr, &missing);
-  resolve(handle, "rdma_listen", &a.listen, &missing);
-  resolve(handle, "rdma_resolve_addr", &a.resolve_addr, &missing);
-  resolve(handle, "rdma_resolve_route", &a.resolve_route, &missing);
-  resolve(handle, "rdma_connect", &a.connect, &missing);
-  resolve(handle, "rdma_accept", &a.accept, &missing);
-  resolve(handle, "rdma_reject", &a.reject, &missing);
-  resolve(handle, "rdma_establish", &a.establish, &missing);
-  resolve(handle, "rdma_disconnect", &a.disconnect, &missing);
-  resolve(handle, "rdma_migrate_id", &a.migrate_id, &missing);
-  resolve(handle, "rdma_get_cm_event", &a.get_cm_event, &missing);
-  resolve(handle, "rdma_ack_cm_event", &a.ack_cm_event, &missing);
-  resolve(handle, "rdma_init_qp_attr", &a.init_qp_attr, &missing);
-  resolve(handle, "rdma_get_devices", &a.get_devices, &missing);
-  resolve(handle, "rdma_free_devices", &a.free_devices, &missing);
+  ResolveSymbol(handle, "rdma_create_event_channel", &a.create_event_channel, &missing);
+  ResolveSymbol(handle, "rdma_destroy_event_channel", &a.destroy_event_channel, &missing);
+  ResolveSymbol(handle, "rdma_create_id", &a.create_id, &missing);
+  ResolveSymbol(handle, "rdma_destroy_id", &a.destroy_id, &missing);
+  ResolveSymbol(handle, "rdma_bind_addr", &a.bind_addr, &missing);
+  ResolveSymbol(handle, "rdma_listen", &a.listen, &missing);
+  ResolveSymbol(handle, "rdma_resolve_addr", &a.resolve_addr, &missing);
+  ResolveSymbol(handle, "rdma_resolve_route", &a.resolve_route, &missing);
+  ResolveSymbol(handle, "rdma_connect", &a.connect, &missing);
+  ResolveSymbol(handle, "rdma_accept", &a.accept, &missing);
+  ResolveSymbol(handle, "rdma_reject", &a.reject, &missing);
+  ResolveSymbol(handle, "rdma_establish", &a.establish, &missing);
+  ResolveSymbol(handle, "rdma_disconnect", &a.disconnect, &missing);
+  ResolveSymbol(handle, "rdma_migrate_id", &a.migrate_id, &missing);
+  ResolveSymbol(handle, "rdma_get_cm_event", &a.get_cm_event, &missing);
+  ResolveSymbol(handle, "rdma_ack_cm_event", &a.ack_cm_event, &missing);
+  ResolveSymbol(handle, "rdma_init_qp_attr", &a.init_qp_attr, &missing);
+  ResolveSymbol(handle, "rdma_get_devices", &a.get_devices, &missing);
+  ResolveSymbol(handle, "rdma_free_devices", &a.free_devices, &missing);
   if (!missing.empty()) {
     out->why = std::string(file) + " is too old or not rdma-core's (missing " + missing +
                "): install rdma-core's librdmacm1";

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "util/dl_symbol.h"
+
 namespace rxv {
 namespace ibv {
 namespace {
@@ -21,20 +23,6 @@ struct Loaded {
   bool ok = false;
   std::string why;
 };
-
-// dlsym gives the default symbol version (IBVERBS_1.1 for the classic verbs;
-// the IBVERBS_1.0 compat versions are hidden, non-default ones).
-template <typename Fn>
-bool resolve(void* handle, const char* name, Fn* slot, std::string* missing) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    if (!missing->empty()) *missing += ", ";
-    *missing += name;
-    return false;
-  }
-  *slot = reinterpret_cast<Fn>(sym);
-  return true;
-}
 
 void load(Loaded* out) {
   const char* env = std::getenv("RXV_IBVERBS_LIBRARY");
@@ -51,33 +39,33 @@ void load(Loaded* out) {
   Api& a = out->api;
   std::string missing;
   bool ok = true;
-  ok &= resolve(handle, "ibv_get_device_list", &a.get_device_list, &missing);
-  ok &= resolve(handle, "ibv_free_device_list", &a.free_device_list, &missing);
-  ok &= resolve(handle, "ibv_get_device_name", &a.get_device_name, &missing);
-  ok &= resolve(handle, "ibv_get_device_guid", &a.get_device_guid, &missing);
-  ok &= resolve(handle, "ibv_open_device", &a.open_device, &missing);
-  ok &= resolve(handle, "ibv_close_device", &a.close_device, &missing);
-  ok &= resolve(handle, "ibv_query_device", &a.query_device, &missing);
-  ok &= resolve(handle, "ibv_query_port", &a.query_port_compat, &missing);
-  ok &= resolve(handle, "ibv_query_gid", &a.query_gid, &missing);
-  ok &= resolve(handle, "ibv_get_async_event", &a.get_async_event, &missing);
-  ok &= resolve(handle, "ibv_ack_async_event", &a.ack_async_event, &missing);
-  ok &= resolve(handle, "ibv_alloc_pd", &a.alloc_pd, &missing);
-  ok &= resolve(handle, "ibv_dealloc_pd", &a.dealloc_pd, &missing);
-  ok &= resolve(handle, "ibv_reg_mr", &a.reg_mr, &missing);
-  ok &= resolve(handle, "ibv_dereg_mr", &a.dereg_mr, &missing);
-  ok &= resolve(handle, "ibv_create_comp_channel", &a.create_comp_channel,
+  ok &= ResolveSymbol(handle, "ibv_get_device_list", &a.get_device_list, &missing);
+  ok &= ResolveSymbol(handle, "ibv_free_device_list", &a.free_device_list, &missing);
+  ok &= ResolveSymbol(handle, "ibv_get_device_name", &a.get_device_name, &missing);
+  ok &= ResolveSymbol(handle, "ibv_get_device_guid", &a.get_device_guid, &missing);
+  ok &= ResolveSymbol(handle, "ibv_open_device", &a.open_device, &missing);
+  ok &= ResolveSymbol(handle, "ibv_close_device", &a.close_device, &missing);
+  ok &= ResolveSymbol(handle, "ibv_query_device", &a.query_device, &missing);
+  ok &= ResolveSymbol(handle, "ibv_query_port", &a.query_port_compat, &missing);
+  ok &= ResolveSymbol(handle, "ibv_query_gid", &a.query_gid, &missing);
+  ok &= ResolveSymbol(handle, "ibv_get_async_event", &a.get_async_event, &missing);
+  ok &= ResolveSymbol(handle, "ibv_ack_async_event", &a.ack_async_event, &missing);
+  ok &= ResolveSymbol(handle, "ibv_alloc_pd", &a.alloc_pd, &missing);
+  ok &= ResolveSymbol(handle, "ibv_dealloc_pd", &a.dealloc_pd, &missing);
+  ok &= ResolveSymbol(handle, "ibv_reg_mr", &a.reg_mr, &missing);
+  ok &= ResolveSymbol(handle, "ibv_dereg_mr", &a.dereg_mr, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_comp_channel", &a.create_comp_channel,
                 &missing);
-  ok &= resolve(handle, "ibv_destroy_comp_channel", &a.destroy_comp_channel,
+  ok &= ResolveSymbol(handle, "ibv_destroy_comp_channel", &a.destroy_comp_channel,
                 &missing);
-  ok &= resolve(handle, "ibv_create_cq", &a.create_cq, &missing);
-  ok &= resolve(handle, "ibv_destroy_cq", &a.destroy_cq, &missing);
-  ok &= resolve(handle, "ibv_get_cq_event", &a.get_cq_event, &missing);
-  ok &= resolve(handle, "ibv_ack_cq_events", &a.ack_cq_events, &missing);
-  ok &= resolve(handle, "ibv_create_qp", &a.create_qp, &missing);
-  ok &= resolve(handle, "ibv_modify_qp", &a.modify_qp, &missing);
-  ok &= resolve(handle, "ibv_query_qp", &a.query_qp, &missing);
-  ok &= resolve(handle, "ibv_destroy_qp", &a.destroy_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_cq", &a.create_cq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_destroy_cq", &a.destroy_cq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_get_cq_event", &a.get_cq_event, &missing);
+  ok &= ResolveSymbol(handle, "ibv_ack_cq_events", &a.ack_cq_events, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_qp", &a.create_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_modify_qp", &a.modify_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_query_qp", &a.query_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_destroy_qp", &a.destroy_qp, &missing);
   if (!ok) {
     out->why = std::string(file) + " is too old or not rdma-core's (missing " +
                missing + "): install rdma-core's libibverbs1";
