@@ -8,10 +8,11 @@
 
 /**
  * The kinds of verbs object, in the safe teardown order: each is destroyed
- * before every kind it uses (a QP uses its PD and CQs, an MR its PD, a CQ
- * its channel, all of them their context).
+ * before every kind it uses (a QP uses its PD, CQs and perhaps an SRQ; an
+ * SRQ, an address handle and an MR use their PD; a CQ its channel; all of
+ * them their context).
  */
-export const TEARDOWN_ORDER = ['QP', 'CQ', 'MR', 'PD', 'completion channel', 'CM id', 'CM event channel', 'context'] as const;
+export const TEARDOWN_ORDER = ['QP', 'SRQ', 'AH', 'CQ', 'MR', 'PD', 'completion channel', 'CM id', 'CM event channel', 'context'] as const;
 
 /** One kind of verbs object, as messages name it. */
 export type ObjectKind = (typeof TEARDOWN_ORDER)[number];
@@ -21,6 +22,8 @@ export type Users = Partial<Record<ObjectKind, number>>;
 
 const DESTROY_VERB: Record<ObjectKind, string> = {
   QP: 'ibv_destroy_qp',
+  SRQ: 'ibv_destroy_srq',
+  AH: 'ibv_destroy_ah',
   CQ: 'ibv_destroy_cq',
   MR: 'ibv_dereg_mr',
   PD: 'ibv_dealloc_pd',

@@ -13,6 +13,8 @@ struct KindInfo {
 // Indexed by Kind, in its order.
 constexpr KindInfo kInfo[kKinds] = {
     {"QP", "ibv_destroy_qp"},
+    {"SRQ", "ibv_destroy_srq"},
+    {"AH", "ibv_destroy_ah"},
     {"CQ", "ibv_destroy_cq"},
     {"MR", "ibv_dereg_mr"},
     {"PD", "ibv_dealloc_pd"},

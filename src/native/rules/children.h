@@ -1,9 +1,9 @@
 // Which objects an object has and the order they go in, for every provider
 // and for the wrap layer's reaper. The kinds are listed in the safe teardown
-// order: each kind is destroyed before every kind it uses (a QP uses its PD
-// and CQs, an MR its PD, a CQ its channel, all of them their context), so
-// walking them in this order never asks a verb to destroy something still in
-// use. A new kind of object (a CM id, an SRQ) is one line in Kind, and one
+// order: each kind is destroyed before every kind it uses (a QP uses its PD,
+// CQs and perhaps an SRQ; an SRQ, an address handle and an MR use their PD;
+// a CQ its channel; all of them their context), so walking them in this
+// order never asks a verb to destroy something still in use. A new kind of object (a CM id, an SRQ) is one line in Kind, and one
 // in the tables of children.cc, placed before what it uses.
 #pragma once
 
@@ -16,7 +16,7 @@
 namespace rxv {
 namespace rules {
 
-enum class Kind : uint8_t { kQp, kCq, kMr, kPd, kChannel, kCmId, kCmChannel, kContext };
+enum class Kind : uint8_t { kQp, kSrq, kAh, kCq, kMr, kPd, kChannel, kCmId, kCmChannel, kContext };
 constexpr size_t kKinds = static_cast<size_t>(Kind::kContext) + 1;
 
 // Lower goes first at teardown.
