@@ -16,6 +16,7 @@
 // (dir/<suite>.exit) for CI's summary.
 'use strict';
 const { ensureFreshDist } = require('./test/dist');
+const { ensureNative } = require('./native/build');
 const { runJest } = require('./test/jest');
 const { rxeWanted, runRxe, noteRxeSkipped } = require('./test/rxe');
 const { runAsan } = require('./test/asan');
@@ -23,7 +24,8 @@ const { runAsan } = require('./test/asan');
 /** `npm test`: jest, then rxe. */
 async function suites(jestArgs) {
   try {
-    // Once here; jest's global set-up then finds dist/ fresh and builds nothing.
+    // Once here; jest's global set-up then finds both fresh and builds nothing.
+    ensureNative();
     ensureFreshDist();
   } catch (err) {
     process.stderr.write(`${err.message}\n`);

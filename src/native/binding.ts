@@ -392,31 +392,35 @@ export interface NativeBinding {
 
 let cached: NativeBinding | undefined;
 
+/** node-gyp-build's lookup: build/Release, build/Debug, then prebuilds/<platform>-<arch>/. */
+interface NodeGypBuild {
+  resolve(dir: string): string;
+}
+
 /**
  * Loads the addon once per environment (each worker thread gets its own
- * instance data). `RX_VERBS_ADDON` overrides the path (sanitizer builds).
+ * instance data). `RX_VERBS_ADDON` overrides the path (sanitizer builds);
+ * otherwise a source build (a clone's `build/Release`) wins over the
+ * prebuilt binary the published package carries for linux-x64 and
+ * linux-arm64.
  */
 export function binding(): NativeBinding {
   if (cached) return cached;
   const root = path.resolve(__dirname, '..', '..');
-  const candidates = [
-    process.env.RX_VERBS_ADDON,
-    path.join(root, 'build', 'Release', 'rx_verbs.node'),
-    path.join(root, 'build', 'Debug', 'rx_verbs.node'),
-  ].filter((p): p is string => !!p);
-  let lastError: unknown;
-  for (const file of candidates) {
+  let file = process.env.RX_VERBS_ADDON;
+  if (!file) {
     try {
-      cached = require(file) as NativeBinding;
-      return cached;
+      file = (require('node-gyp-build') as NodeGypBuild).resolve(root);
     } catch (err) {
-      lastError = err;
-      if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') break;
+      const error = new Error(
+        `rx-verbs: no native addon for ${process.platform}-${process.arch} (no prebuilt binary, no source build): ` +
+          'in a clone run `npm run build`; in an installed package build it from source with ' +
+          '`npm explore rx-verbs -- npm run build:native` (needs a C++ compiler, make and python3)',
+      );
+      (error as Error & { cause?: unknown }).cause = err;
+      throw error;
     }
   }
-  const error = new Error(
-    `rx-verbs: the native addon is not built (looked in ${candidates.join(', ')}); run \`npm install\` or \`npx node-gyp rebuild\``,
-  );
-  (error as Error & { cause?: unknown }).cause = lastError;
-  throw error;
+  cached = require(file) as NativeBinding;
+  return cached;
 }
