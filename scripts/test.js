@@ -8,11 +8,14 @@
 //       that it did not run and how to run it.
 //   node scripts/test.js --asan [paths]   `npm run test:asan`: the native
 //       suites under ASan, UBSan and LSan (scripts/test/asan.js).
+//   node scripts/test.js --headerless [jest args]   `npm run test:headerless`:
+//       jest against the addon built without rdma-core's headers, as a
+//       newcomer's clone builds it (scripts/test/headerless.js).
 //
 // Exits non-zero when a suite failed, including when jest itself was killed
 // (a native crash in a test file kills jest: it runs the tests in-process).
 // RX_VERBS_RESULTS_DIR=dir writes each suite's jest --json report
-// (dir/jest.json, dir/rxe.json, dir/asan.json) and its exit status
+// (dir/jest.json, dir/rxe.json, dir/asan.json, dir/headerless.json) and its exit status
 // (dir/<suite>.exit) for CI's summary.
 'use strict';
 const { ensureFreshDist } = require('./test/dist');
@@ -20,6 +23,7 @@ const { ensureNative } = require('./native/build');
 const { runJest } = require('./test/jest');
 const { rxeWanted, runRxe, noteRxeSkipped } = require('./test/rxe');
 const { runAsan } = require('./test/asan');
+const { runHeaderless } = require('./test/headerless');
 
 /** `npm test`: jest, then rxe. */
 async function suites(jestArgs) {
@@ -40,6 +44,7 @@ async function suites(jestArgs) {
 
 async function main(argv) {
   if (argv[0] === '--asan') return runAsan(argv.slice(1));
+  if (argv[0] === '--headerless') return runHeaderless(argv.slice(1));
   return suites(argv);
 }
 

@@ -90,11 +90,24 @@ function reuseSourceBuild(arch, probes, outDir) {
   return true;
 }
 
+/** The CPU an ELF shared object is for, from its header's e_machine. */
+function elfMachine(file) {
+  const head = Buffer.alloc(20);
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.readSync(fd, head, 0, 20, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (head.toString('latin1', 1, 4) !== 'ELF') return 'not an ELF file';
+  const machine = head.readUInt16LE(18);
+  return { 0x3e: 'x86-64', 0xb7: 'aarch64' }[machine] ?? `e_machine ${machine}`;
+}
+
 function report(arch, outDir) {
   for (const f of fs.readdirSync(outDir).filter((n) => n.endsWith('.node'))) {
     const file = path.join(outDir, f);
-    const kind = execFileSync('file', ['-b', file], { encoding: 'utf8' }).split(',').slice(0, 2).join(',');
-    console.error(`prebuild ${arch}: prebuilds/linux-${arch}/${f} (${fs.statSync(file).size} bytes; ${kind})`);
+    console.error(`prebuild ${arch}: prebuilds/linux-${arch}/${f} (${fs.statSync(file).size} bytes; ELF for ${elfMachine(file)})`);
   }
 }
 
