@@ -26,7 +26,7 @@ const CONFIG_STAMP = path.join(BUILD, '.configure-digest');
 function nodeGyp(args) {
   const bin = require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
   const jobs = String(Math.max(1, os.availableParallelism ? os.availableParallelism() : os.cpus().length));
-  const r = spawnSync(process.execPath, [bin, ...args, ...(args[0] === 'configure' ? nodedirArgs() : ['-j', jobs])], {
+  const r = spawnSync(process.execPath, [bin, ...args, '--loglevel=warn', ...(args[0] === 'configure' ? nodedirArgs() : ['-j', jobs])], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -230,8 +230,12 @@ export declare class NativeCq {
   readonly stats: NativeCqStats;
   readonly closed: boolean;
   requestNotify(solicitedOnly?: boolean): void;
-  /** The batch's bytes (a region of a shared slab), or null when the CQ is empty. */
-  poll(max?: number): Uint8Array | null;
+  /**
+   * The batch's bytes (a region of a shared slab), or null when the CQ is
+   * empty. Polls once, or busy-polls for up to `spinNs` nanoseconds until a
+   * completion is there.
+   */
+  poll(max?: number, spinNs?: number): Uint8Array | null;
   ack(n: number): void;
   /**
    * Hands the CQ to the channel's watcher (ack in batches of `ackEvery`,

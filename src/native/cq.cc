@@ -1,6 +1,7 @@
 #include "cq.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "channel.h"
@@ -160,11 +161,21 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   // Bounded: the scratch array is sized by it.
   uint32_t max = info[0].IsUndefined() ? 64 : ArgU32(info, 0, "max", 1, 65536);
+  // take({ spinUs }): busy-poll here, not once per JS call, so the spin's
+  // tail is the device's, not the cost of crossing into the addon per poll.
+  uint32_t spin_ns = info.Length() > 1 && !info[1].IsUndefined() ? ArgU32(info, 1, "spinNs", 0, 1000000000) : 0;
   Cq* cq = Checked(env, "ibv_poll_cq");
   if (carry_ == 0) {
     if (scratch_.size() < max) scratch_.resize(max);
-    int n = Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
-    polls_++;
+    auto poll_once = [&] {
+      polls_++;
+      return Guard(env, [&] { return cq->poll(static_cast<int>(max), scratch_.data()); });
+    };
+    int n = poll_once();
+    if (n == 0 && spin_ns > 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+      while (n == 0 && std::chrono::steady_clock::now() < deadline) n = poll_once();
+    }
     wcs_ += static_cast<uint64_t>(n);
     carry_ = static_cast<size_t>(n);
   }

@@ -3,7 +3,7 @@ import type { Takeable } from '../core/types';
 import { BufferOverflowError } from '../core/errors';
 import { BufferOptions, ResolvedBufferOptions, resolveBufferOptions } from './buffer-options';
 import { RingQueue } from './ring-queue';
-import { spinTake } from './spin-take';
+import { checkSpinUs, spinTake } from './spin-take';
 
 /**
  * What a hot source needs of the native side behind it. The source calls
@@ -19,6 +19,12 @@ export interface HotSourceDriver<T> {
   stop(): void;
   /** One synchronous, non-blocking native read for `tryTake()`; `undefined` if none. */
   pull(): T | undefined;
+  /**
+   * Optional: like `pull()`, but waits up to `spinUs` microseconds for an
+   * item by busy-polling natively (a CQ polls in the addon), for
+   * `take({ spinUs })`. Without it, `take()` spins on `pull()` from JS.
+   */
+  pullSpinning?(spinUs: number): T | undefined;
   /**
    * Optional: `item` is being handed to the push subscribers (live or
    * replayed from the buffer; not items taken by pull consumers). A channel
@@ -198,7 +204,7 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
    * @throws (rejects with) the terminal error.
    */
   async take(options?: { spinUs?: number }): Promise<T | undefined> {
-    const spun = spinTake(this, options?.spinUs ?? 0);
+    const spun = this.spinTake(options?.spinUs ?? 0);
     if (spun !== undefined) return spun;
     this.hold(+1);
     try {
@@ -207,6 +213,16 @@ export class HotSource<T> extends Observable<T> implements Takeable<T>, AsyncIte
     } finally {
       this.hold(-1);
     }
+  }
+
+  /** `take()`'s spin: in the driver when it can spin natively, else on `tryTake()`. */
+  private spinTake(spinUs: number): T | undefined {
+    const pullSpinning = this.driver.pullSpinning;
+    if (!pullSpinning || spinUs === 0) return spinTake(this, spinUs);
+    checkSpinUs(spinUs);
+    const first = this.tryTake();
+    if (first !== undefined || this.terminal) return first;
+    return pullSpinning.call(this.driver, spinUs);
   }
 
   /**

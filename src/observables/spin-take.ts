@@ -1,6 +1,16 @@
 import type { Takeable } from '../core/types';
 
 /**
+ * A spin budget must be a finite number of microseconds, >= 0.
+ * @throws RangeError otherwise.
+ */
+export function checkSpinUs(spinUs: number): void {
+  if (!(spinUs >= 0) || !Number.isFinite(spinUs)) {
+    throw new RangeError(`spinUs must be a finite number >= 0, got ${spinUs}`);
+  }
+}
+
+/**
  * Polls `source.tryTake()` for at most `spinUs` microseconds (a busy loop on
  * `process.hrtime.bigint()`) and returns the first item, or `undefined` when
  * the time ran out. Always tries once, even with `spinUs` 0.
@@ -16,9 +26,7 @@ import type { Takeable } from '../core/types';
  * @throws RangeError for a bad `spinUs`; the source's terminal error.
  */
 export function spinTake<T>(source: Takeable<T>, spinUs: number): T | undefined {
-  if (!(spinUs >= 0) || !Number.isFinite(spinUs)) {
-    throw new RangeError(`spinUs must be a finite number >= 0, got ${spinUs}`);
-  }
+  checkSpinUs(spinUs);
   const first = source.tryTake();
   if (first !== undefined || spinUs === 0) return first;
   const deadline = process.hrtime.bigint() + BigInt(Math.ceil(spinUs * 1000));

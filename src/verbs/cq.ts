@@ -130,25 +130,38 @@ export class Cq implements CqLike {
           }
           if (!this.native.closed) this.native.pauseFastPath();
         },
-        pull: () => {
-          if (this.native.closed) return undefined;
-          let batch: WcBatch;
-          try {
-            batch = this.poll(this.pollMax);
-          } catch (err) {
-            // A poll that fails (overrun, dead device) fails the source, typed and sticky.
-            const failure = this.failureFor(err as Error);
-            this.fail(failure);
-            throw failure;
-          }
-          return batch.length > 0 ? batch : undefined;
-        },
+        pull: () => this.pullBatch(0),
+        pullSpinning: (spinUs) => this.pullBatch(spinUs),
       },
       buffer,
     );
     this.source = source;
     if (this.failure) source.error(this.failure);
     return source;
+  }
+
+  /**
+   * completions$'s native read: one poll, or a busy-poll in the addon for up
+   * to `spinUs` microseconds (`take({ spinUs })`).
+   */
+  private pullBatch(spinUs: number): WcBatch | undefined {
+    if (this.native.closed) return undefined;
+    let buf: Uint8Array | null;
+    try {
+      // The addon spins at most a second per call (its argument is a u32 of ns).
+      let leftNs = Math.ceil(spinUs * 1000);
+      do {
+        const ns = Math.min(leftNs, 1e9);
+        buf = this.native.poll(this.pollMax, ns > 0 ? ns : undefined);
+        leftNs -= ns;
+      } while (buf === null && leftNs > 0);
+    } catch (err) {
+      // A poll that fails (overrun, dead device) fails the source, typed and sticky.
+      const failure = this.failureFor(err as Error);
+      this.fail(failure);
+      throw failure;
+    }
+    return buf === null ? undefined : WcBatch.fromBytes(buf);
   }
 
   /** @internal The watcher's fast-path delivery. */
