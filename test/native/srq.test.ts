@@ -206,12 +206,14 @@ describe('SRQ: limit event', () => {
     }
   });
 
-  it("a limit beyond the SRQ's capacity (arm) or the device's (create) is EINVAL", () => {
+  it("arming a limit beyond the SRQ's capacity is EINVAL", () => {
     const r = rig(0, { maxWr: 16 });
     try {
       const max = r.srq.query().maxWr;
-      expect(caught(() => r.srq.arm(max + 1))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_modify_srq' });
-      expect(caught(() => r.pd.createSrq({ maxWr: 4, limit: 1 << 23 }))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_create_srq' });
+      // Beyond any device's SRQ (rxe: its max_srq_wr); just past this one's ring on soft
+      // (rxe checks its ring's index mask, which may exceed the reported maxWr).
+      expect(caught(() => r.srq.arm(1 << 23))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_modify_srq' });
+      if (IS_SOFT) expect(caught(() => r.srq.arm(max + 1))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_modify_srq' });
       r.srq.arm(0);
       expect(r.srq.query().limit).toBe(0);
     } finally {

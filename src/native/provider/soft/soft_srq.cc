@@ -2,8 +2,8 @@
 // draws from, one receive per incoming message, in posting order, whichever
 // QP the message arrives on. The limit event, validation and errnos follow
 // rxe (rdma-core's providers/rxe and the kernel's rxe_srq.c): a full ring is
-// ENOMEM, too many SGEs EINVAL, a limit above the device's max_wr (create)
-// or above the ring's capacity (arm) EINVAL, and
+// ENOMEM, too many SGEs EINVAL, a limit above the ring's capacity (arm)
+// EINVAL (at creation rxe does not check the limit: neither do we), and
 // SRQ_LIMIT_REACHED fires once when a consumption leaves fewer receives than
 // the armed limit, which then disarms itself.
 #include <cstring>
@@ -31,8 +31,6 @@ std::unique_ptr<Srq> create_srq(const std::shared_ptr<PdCore>& pd, const SrqAttr
   if (attr.max_wr < 1 || attr.max_wr > o.max_qp_wr)
     fail(EINVAL, verb, "max_wr must be 1.." + std::to_string(o.max_qp_wr));
   if (attr.max_sge > o.max_sge) fail(EINVAL, verb, "max_sge exceeds the device's max_sge");
-  // As rxe: at creation the limit is checked against the device only.
-  if (attr.srq_limit > o.max_qp_wr) fail(EINVAL, verb, "srq_limit exceeds the device's max_srq_wr");
   auto q = std::make_shared<SrqCore>();
   q->ctx = pd->ctx;
   q->pd = pd;
