@@ -23,6 +23,7 @@
       "src/native/provider/ibverbs/ibverbs_loader.cc",
       "src/native/provider/ibverbs/ibverbs_objects.cc",
       "src/native/provider/ibverbs/ibverbs_provider.cc",
+      "src/native/provider/ibverbs/ibverbs_srq.cc",
       "src/native/provider/soft/soft_async.cc",
       "src/native/provider/soft/soft_channel.cc",
       "src/native/provider/soft/soft_cm_bridge.cc",
@@ -35,6 +36,7 @@
       "src/native/provider/soft/soft_mr.cc",
       "src/native/provider/soft/soft_pd.cc",
       "src/native/provider/soft/soft_qp.cc",
+      "src/native/provider/soft/soft_srq.cc",
       "src/native/rules/children.cc",
       "src/native/rules/refusals.cc",
       "src/native/rules/work_requests.cc",
@@ -83,6 +85,7 @@
         "src/native/pd.cc",
         "src/native/poller.cc",
         "src/native/qp.cc",
+        "src/native/srq.cc",
         "src/native/wr_codec.cc",
         "<@(rxv_provider_sources)"
       ]

@@ -55,6 +55,7 @@ export interface NativeAsyncEvent {
   type: number;
   cq?: NativeCq;
   qp?: NativeQp;
+  srq?: NativeSrq;
   port?: number;
 }
 
@@ -188,7 +189,9 @@ export declare class NativePd {
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, access: number): NativeMr;
   /** Page-aligned memory the library owns, registered; `buffer` views it. */
   allocMemory(size: number, access: number): { mr: NativeMr; buffer: ArrayBuffer };
-  createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean): NativeQp;
+  createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean, srq?: NativeSrq | null): NativeQp;
+  /** `ibv_create_srq`; a non-zero `limit` arms the limit event at once. */
+  createSrq(maxWr: number, maxSge: number, limit: number): NativeSrq;
   close(): void;
 }
 
@@ -357,6 +360,25 @@ export declare class NativeCmId {
   close(): void;
 }
 
+/** What `ibv_query_srq` reports. */
+export interface NativeSrqAttr {
+  maxWr: number;
+  maxSge: number;
+  /** The armed limit; 0 when not armed (or once the limit event fired). */
+  limit: number;
+}
+
+/** A shared receive queue. */
+export declare class NativeSrq {
+  private constructor();
+  readonly closed: boolean;
+  query(): NativeSrqAttr;
+  /** `ibv_modify_srq(IBV_SRQ_LIMIT)`. */
+  arm(limit: number): void;
+  postRecv(packed: ArrayBufferView | ArrayBuffer, count: number): void;
+  close(): void;
+}
+
 /** The addon's module exports. */
 export interface NativeBinding {
   listDevices(): NativeDeviceInfo[];
@@ -379,6 +401,7 @@ export interface NativeBinding {
   CompletionChannel: typeof NativeChannel;
   Cq: typeof NativeCq;
   Qp: typeof NativeQp;
+  Srq: typeof NativeSrq;
   Faults: typeof NativeFaults;
   /**
    * A CM event channel: `'rdmacm'` (librdmacm, ENODEV naming what is

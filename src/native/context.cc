@@ -7,6 +7,7 @@
 #include "faults.h"
 #include "pd.h"
 #include "qp.h"
+#include "srq.h"
 #include "util/js_values.h"
 
 namespace rxv {
@@ -204,18 +205,20 @@ Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
     // below (JS values can fail to be made) may leave it unacked.
     auto* cqw = ev.cq ? static_cast<CqWrap*>(ev.cq->user) : nullptr;
     auto* qpw = ev.qp ? static_cast<QpWrap*>(ev.qp->user) : nullptr;
+    auto* srqw = ev.srq ? static_cast<SrqWrap*>(ev.srq->user) : nullptr;
     if (cqw && ev.type == async_event::CQ_ERR) cqw->MarkBroken();
     const uint32_t type = ev.type;
     const uint32_t port = ev.port;
     ctx_->ack_async_event(ev);
-    Napi::Object cq = LiveObject(cqw), qp = LiveObject(qpw);
+    Napi::Object cq = LiveObject(cqw), qp = LiveObject(qpw), srq = LiveObject(srqw);
     // An event about a wrapper the GC collected is dropped (one about an
     // object already released still goes out, without it).
-    if ((cqw && cq.IsEmpty()) || (qpw && qp.IsEmpty())) continue;
+    if ((cqw && cq.IsEmpty()) || (qpw && qp.IsEmpty()) || (srqw && srq.IsEmpty())) continue;
     Napi::Object o = Napi::Object::New(env);
     o.Set("type", type);
     if (!cq.IsEmpty()) o.Set("cq", cq);
     if (!qp.IsEmpty()) o.Set("qp", qp);
+    if (!srq.IsEmpty()) o.Set("srq", srq);
     if (port) o.Set("port", port);
     out.Set(n++, o);
   }

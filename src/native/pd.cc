@@ -3,6 +3,7 @@
 #include "cq.h"
 #include "mr.h"
 #include "qp.h"
+#include "srq.h"
 
 namespace rxv {
 
@@ -12,6 +13,7 @@ Napi::Function PdWrap::Init(Napi::Env env) {
                          InstanceMethod<&PdWrap::RegisterMemory>("registerMemory"),
                          InstanceMethod<&PdWrap::AllocMemory>("allocMemory"),
                          InstanceMethod<&PdWrap::CreateQp>("createQp"),
+                         InstanceMethod<&PdWrap::CreateSrq>("createSrq"),
                          InstanceAccessor<&PdWrap::Closed>("closed"),
                          InstanceMethod<&PdWrap::CloseJs>("close"),
                      });
@@ -141,7 +143,12 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   init.cap.max_recv_sge = CapField(env, cap, "maxRecvSge", 1);
   init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
   init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
+  SrqWrap* srqw = info[4].IsUndefined() || info[4].IsNull() ? nullptr : UnwrapArg<SrqWrap>(env, info[4], "srq");
   Pd* pd = Checked(env, "ibv_create_qp");
+  if (srqw) {
+    init.srq = srqw->Checked(env, "ibv_create_qp");
+    if (srqw->pdw() != this) throw ErrnoError(env, EINVAL, "ibv_create_qp", "the SRQ belongs to another PD");
+  }
   init.send_cq = scq->Checked(env, "ibv_create_qp");
   init.recv_cq = rcq->Checked(env, "ibv_create_qp");
   if (scq->context_object() != context_object() ||
@@ -150,8 +157,23 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
                      "the CQs belong to another context than the PD");
   }
   auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
-  return QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
-                     info[1].As<Napi::Object>());
+  Napi::Object o = QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
+                               info[1].As<Napi::Object>());
+  if (srqw) SetHidden(o, "__rxvSrq", info[4]);  // the QP keeps its SRQ alive
+  return o;
+}
+
+// createSrq(maxWr, maxSge, limit): ibv_create_srq. Plain numbers, read
+// before the PD is taken.
+Napi::Value PdWrap::CreateSrq(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SrqAttr a;
+  a.max_wr = ArgU32(info, 0, "maxWr", 1, 1u << 24);
+  a.max_sge = ArgU32(info, 1, "maxSge", 0, 1u << 16);
+  a.srq_limit = ArgU32(info, 2, "limit", 0, 1u << 24);
+  Pd* pd = Checked(env, "ibv_create_srq");
+  auto srq = Guard(env, [&] { return pd->create_srq(a); });
+  return SrqWrap::New(env, std::move(srq), Value(), this);
 }
 
 }  // namespace rxv

@@ -268,3 +268,23 @@ Napi::Value QpWrap::PostRecv(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace rxv
+
+namespace rxv {
+
+// The receive half of the posting rules, for the SRQ (srq.cc): one packed
+// buffer, one decode, one detached-memory check, whatever receives them.
+void DecodeRecvArgs(const Napi::CallbackInfo& info, std::vector<RecvWr>* wrs, uint32_t* count) {
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+  BufferArg(info, &data, &len);
+  *count = ArgU32(info, 1, "count", 1, 1u << 20);
+  std::string bad = DecodeRecvWrs(data, len, *count, wrs);
+  if (!bad.empty()) throw Napi::RangeError::New(info.Env(), bad);
+}
+
+void PostRecvsChecked(Napi::Env env, PdWrap* pdw, const std::vector<RecvWr>& wrs, size_t count,
+                      const char* verb, const std::function<void(const RecvWr*, size_t, size_t*)>& post) {
+  PostChecked(env, pdw, wrs, count, verb, post);
+}
+
+}  // namespace rxv

@@ -4,6 +4,7 @@
 
 #include <napi.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -51,5 +52,13 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   std::vector<SendWr> send_wrs_;  // reused between posts
   std::vector<RecvWr> recv_wrs_;
 };
+
+// Reads postRecv's (packed, count) arguments into `wrs` (RangeError when
+// malformed); no JS runs. For every receiver of packed receive WRs.
+void DecodeRecvArgs(const Napi::CallbackInfo& info, std::vector<RecvWr>* wrs, uint32_t* count);
+// Posts wrs[0, count) through `post`, refusing (EFAULT, badWr) the first WR
+// on memory whose JS buffer was detached, as QpWrap::PostRecv does.
+void PostRecvsChecked(Napi::Env env, PdWrap* pdw, const std::vector<RecvWr>& wrs, size_t count,
+                      const char* verb, const std::function<void(const RecvWr*, size_t, size_t*)>& post);
 
 }  // namespace rxv

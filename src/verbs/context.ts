@@ -5,9 +5,10 @@ import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STA
 import { Cq } from './cq';
 import { CqOverrunError, DeviceFatalError } from '../core/errors';
 import { Children } from './lifecycle';
-import { cqOwners, qpOwners } from './owners';
+import { cqOwners, qpOwners, srqOwners } from './owners';
 import { Pd } from './pd';
 import type { Qp } from './qp';
+import type { Srq } from './srq';
 import { describe, optInt } from './validate';
 
 /** Options of {@link Context.createCq}. */
@@ -27,8 +28,10 @@ export interface AsyncEvent {
   type: AsyncEventType | 'UNKNOWN';
   /** For CQ events. */
   cq?: Cq;
-  /** For QP events. */
+  /** For QP events (`QP_LAST_WQE_REACHED` included). */
   qp?: Qp;
+  /** For SRQ events (`SRQ_LIMIT_REACHED`, `SRQ_ERR`). */
+  srq?: Srq;
   /** For port events. */
   port?: number;
 }
@@ -239,6 +242,7 @@ export class Context {
     const type = ASYNC_EVENT_NAMES[e.type] ?? 'UNKNOWN';
     const cq = e.cq && cqOwners.get(e.cq);
     const qp = e.qp && qpOwners.get(e.qp);
+    const srq = e.srq && srqOwners.get(e.srq);
     if (type === 'CQ_ERR' && cq) cq.fail(new CqOverrunError(`CQ overrun on ${this.deviceName} (depth ${cq.cqe})`, { cqe: cq.cqe }));
     if (type === 'DEVICE_FATAL' && !this.fatal) {
       this.fatal = new DeviceFatalError(`device ${this.deviceName} reported DEVICE_FATAL`, { device: this.deviceName });
@@ -247,7 +251,7 @@ export class Context {
         if (child instanceof CompletionChannel) child.fail(this.fatal);
       }
     }
-    return { type, cq, qp, port: e.port };
+    return { type, cq, qp, srq, port: e.port };
   }
 }
 

@@ -6,6 +6,8 @@ export { Pd } from './pd';
 export type { CreateQpOptions } from './pd';
 export { Mr } from './mr';
 export { Qp } from './qp';
+export { Srq } from './srq';
+export type { CreateSrqOptions, SrqAttr } from './srq';
 export type { Endpoint, ConnectOptions, QpCapOptions } from './qp';
 export { Cq } from './cq';
 export type { CompletionsOptions } from './cq';

@@ -5,7 +5,8 @@ import { Cq } from './cq';
 import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
-import { accessBits, copyOptions, describe, optBool } from './validate';
+import { CreateSrqOptions, Srq } from './srq';
+import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
@@ -16,9 +17,16 @@ export interface CreateQpOptions {
   cap?: QpCapOptions;
   /** Every send produces a completion, whatever its `signaled` says. */
   sqSigAll?: boolean;
+  /**
+   * Receive from this shared receive queue (of the same PD): the QP has no
+   * receive queue of its own (`cap.maxRecvWr`/`maxRecvSge` are ignored and
+   * `qp.postRecv` fails with `EINVAL`); completions still go to `recvCq`.
+   */
+  srq?: Srq;
 }
 
-const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll'] as const;
+const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll', 'srq'] as const;
+const CREATE_SRQ_KEYS = ['maxWr', 'maxSge', 'limit'] as const;
 const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxInlineData'] as const;
 
 /**
@@ -30,7 +38,7 @@ export class Pd {
   readonly native: NativePd;
   /** The context it was allocated on. */
   readonly context: Context;
-  /** @internal Its MRs and QPs. */
+  /** @internal Its MRs, QPs and SRQs. */
   readonly children = new Children();
 
   /** @internal */
@@ -106,14 +114,37 @@ export class Pd {
   createQp(options: CreateQpOptions): Qp {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
     // Each field read once, into plain values, before anything native runs.
-    const { type, sendCq, recvCq, cap, sqSigAll } = copyOptions(options, CREATE_QP_KEYS, 'options');
+    const { type, sendCq, recvCq, cap, sqSigAll, srq } = copyOptions(options, CREATE_QP_KEYS, 'options');
     if ((type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(type)}`);
     if (!(sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
     if (!(recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
     const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
-    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll);
-    return this.children.add('QP', new Qp(native, this, sendCq, recvCq));
+    if (srq !== undefined && !(srq instanceof Srq)) throw new TypeError('srq must be an Srq from pd.createSrq()');
+    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, srq?.native ?? null);
+    return this.children.add('QP', new Qp(native, this, sendCq, recvCq, srq));
+  }
+
+  /**
+   * Creates a shared receive queue (`ibv_create_srq`) for QPs of this PD.
+   * @example
+   * ```ts
+   * const srq = pd.createSrq({ maxWr: 1024, limit: 64 });
+   * const qp = pd.createQp({ sendCq: cq, recvCq: cq, srq });
+   * srq.postRecv({ wrId: 1n, sg: { mr, offset: 0, length: 4096 } });
+   * ```
+   * @param options `maxWr` (1 up to the device's `maxQpWr`), `maxSge` (default 1), `limit` (default 0).
+   * @throws TypeError/RangeError for bad options; `EINVAL` beyond the device's limits.
+   */
+  createSrq(options: CreateSrqOptions): Srq {
+    if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
+    const { maxWr, maxSge, limit } = copyOptions(options, CREATE_SRQ_KEYS, 'options');
+    const native = this.native.createSrq(
+      checkInt(maxWr, 'maxWr', 1, 0xffffff),
+      optInt(maxSge, 'maxSge', 0, 0xffff, 1),
+      optInt(limit, 'limit', 0, 0xffffff, 0),
+    );
+    return this.children.add('SRQ', new Srq(native, this));
   }
 
   /** Closes its QPs and MRs in the teardown order, then deallocates (`ibv_dealloc_pd`). Idempotent. */
@@ -125,7 +156,7 @@ export class Pd {
   }
 
   /** @internal */
-  forget(child: Mr | Qp): void {
+  forget(child: Mr | Qp | Srq): void {
     this.children.delete(child);
   }
 }

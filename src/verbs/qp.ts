@@ -2,6 +2,7 @@ import type { NativeQp, NativeQpCap } from '../native/binding';
 import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from '../core/constants';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
+import type { Srq } from './srq';
 import { accessBits, optInt, checkInt, checkObject, copyOptions } from './validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
 import { qpOwners } from './owners';
@@ -82,17 +83,20 @@ export class Qp {
   readonly sendCq: Cq;
   /** CQ for receive completions. */
   readonly recvCq: Cq;
+  /** The shared receive queue it receives from, if created on one. */
+  readonly srq: Srq | undefined;
   /** The QP number. */
   readonly qpNum: number;
   /** The PSN this side starts sending with (random, as rc_pingpong does). */
   readonly psn: number = Math.floor(Math.random() * 0xffffff);
 
   /** @internal */
-  constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq) {
+  constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq, srq?: Srq) {
     this.native = native;
     this.pd = pd;
     this.sendCq = sendCq;
     this.recvCq = recvCq;
+    this.srq = srq;
     this.qpNum = native.qpNum;
     qpOwners.set(native, this);
   }

@@ -59,4 +59,12 @@ describe('examples', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^8 clients, 8000 calls, 0 wrong$/m);
   });
+
+  it('07-srq-server: 1,000 QPs on one SRQ, one CQ on one completion channel, every message verified', async () => {
+    const r = await runExample('07-srq-server.js', ['1000', '3']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^1000 connections on one SRQ of \d+ receives, one CQ, one completion channel$/m);
+    expect(r.stdout).toMatch(/^3000 messages, 0 wrong, 0 send errors$/m);
+  });
 });

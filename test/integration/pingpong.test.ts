@@ -9,6 +9,7 @@ import { execFile } from 'child_process';
 import * as net from 'net';
 import * as path from 'path';
 import { decodeDest, encodeDest, formatGid, listen, exchangeAsClient, MESSAGE_BYTES, gidBytes, gidString } from '../../src/cli/pingpong/wire';
+import { exchangeSrqAsClient, listenSrq } from '../../src/cli/pingpong/srq-wire';
 
 const MAIN = path.resolve(__dirname, '../../dist/cli/main.js');
 
@@ -129,5 +130,87 @@ describe("ibv_rc_pingpong's connection exchange", () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('rx-verbs pingpong --srq (ibv_srq_pingpong) --loopback on soft0', () => {
+  it.each([
+    ['polling, 16 QPs', [], 4096, 1000],
+    ['polling, 8 QPs, one receive each', ['-q', '8', '-r', '8'], 64, 500],
+    ['events, operators pipeline', ['-e', '-q', '4'], 4096, 300],
+    ['events, native pipeline', ['-e', '--pipeline', 'native', '-q', '32', '-r', '64'], 64, 600],
+  ])('%s', async (_name, extra, size, iters) => {
+    const r = await cli(['--srq', '--loopback', '-d', 'soft0', '-p', '0', '-s', String(size), '-n', String(iters), ...(extra as string[])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expectReports(r.stdout, size as number, iters as number);
+    // one local and one remote line per QP on each side, every QPN distinct
+    const qps = Number((extra as string[])[(extra as string[]).indexOf('-q') + 1] ?? 16) || 16;
+    for (const side of ['server', 'client']) {
+      const local = r.stdout.match(new RegExp(`^\\[${side}\\]  local address: .*QPN 0x([0-9a-f]{6})`, 'gm')) ?? [];
+      const remote = r.stdout.match(new RegExp(`^\\[${side}\\]  remote address: `, 'gm')) ?? [];
+      expect(local).toHaveLength(qps);
+      expect(remote).toHaveLength(qps);
+      expect(new Set(local).size).toBe(qps);
+    }
+  });
+
+  it('refuses fewer receives than QPs, as ibv_srq_pingpong (usage error)', async () => {
+    const r = await cli(['--srq', '--loopback', '-q', '8', '-r', '4']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/rx_depth 4 is too small for 8 QPs/);
+  });
+});
+
+describe("ibv_srq_pingpong's connection exchange", () => {
+  const mine = [1, 2, 3].map((q) => ({ lid: 0, qpn: 0x100 + q, psn: q, gid: gidBytes('0000:0000:0000:0000:0000:ffff:7f00:0001') }));
+
+  it('client side: 256 addresses out (zeros past -q), 256 in, then "done\\0"', async () => {
+    const received: Buffer[] = [];
+    const server = net.createServer((s) => {
+      s.on('data', (b) => {
+        received.push(b);
+        if (Buffer.concat(received).length === 256 * 52) {
+          s.write(Buffer.concat(Array.from({ length: 256 }, (_, i) => encodeDest({ lid: 0, qpn: i < 3 ? 0x900 + i : 0, psn: 0, gid: new Uint8Array(16) }))));
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const remotes = await exchangeSrqAsClient('127.0.0.1', port, mine);
+      expect(remotes.map((d) => d.qpn)).toEqual([0x900, 0x901, 0x902]);
+      await new Promise((r) => setTimeout(r, 50));
+      const all = Buffer.concat(received);
+      expect(all.length).toBe(256 * 52 + 5);
+      for (let i = 0; i < 3; i++) expect(all.subarray(i * 52, (i + 1) * 52)).toEqual(encodeDest(mine[i]));
+      expect(all.subarray(3 * 52, 4 * 52).toString('latin1')).toBe('0000:000000:000000:00000000000000000000000000000000\0');
+      expect(all.subarray(256 * 52).toString('latin1')).toBe('done\0');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('server side: reads 256, connects, answers 256, waits for "done"', async () => {
+    const listener = await listenSrq(0, '127.0.0.1');
+    const connected: unknown[] = [];
+    const served = listener.exchange(mine, (r) => connected.push(r));
+    const socket = net.connect({ host: '127.0.0.1', port: listener.port });
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(Buffer.concat(Array.from({ length: 256 }, (_, i) => encodeDest({ lid: 0, qpn: i < 3 ? 7 + i : 0, psn: 9, gid: new Uint8Array(16) }))));
+    const reply = await new Promise<Buffer>((resolve) => {
+      let got = Buffer.alloc(0);
+      socket.on('data', (b) => {
+        got = Buffer.concat([got, b]);
+        if (got.length >= 256 * 52) resolve(got);
+      });
+    });
+    socket.end(Buffer.from('done\0', 'latin1'));
+    const remotes = await served;
+    expect(reply.length).toBe(256 * 52);
+    expect(decodeDest(reply.subarray(52, 104))).toEqual(mine[1]);
+    expect(decodeDest(reply.subarray(3 * 52, 4 * 52)).qpn).toBe(0);
+    expect(remotes.map((d) => d.qpn)).toEqual([7, 8, 9]);
+    expect(connected).toEqual([remotes]);
   });
 });

@@ -114,4 +114,16 @@ describe('README', () => {
     // eslint-disable-next-line @typescript-eslint/no-implied-eval
     new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
   });
+
+  it('runs the shared receive queue example as written: three QPs, one pool', async () => {
+    const block = blocks.find((b) => b.heading === '## Shared receive queues (SRQ)');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) expect(line).toMatch(/^QP \d+ got "hello"$/);
+    expect(new Set(lines).size).toBe(3);
+  });
 });

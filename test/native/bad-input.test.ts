@@ -291,13 +291,17 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       if (IS_SOFT) expectThrow(() => p.ctx.native.faults.portEvent(bad(99)), 'RangeError');
       expectThrow(() => p.pd.native.createQp(bad(null), bad(null)), 'TypeError');
       expectThrow(() => p.pd.native.createQp(p.cqA.native, bad(p.channel.native)), 'TypeError');
+      expectThrow(() => p.pd.native.createQp(p.cqA.native, p.cqA.native, {}, false, bad(p.cqA.native)), 'TypeError');
+      expectThrow(() => p.pd.native.createSrq(bad('8'), 1, 0), 'TypeError');
+      expectThrow(() => p.pd.native.createSrq(0, 1, 0), 'RangeError');
+      expectThrow(() => p.pd.native.createSrq(8, -1, 0), 'RangeError');
       expectThrow(() => p.pd.native.registerMemory(Buffer.alloc(8), -1), 'RangeError');
       expectThrow(() => p.channel.native.setOwner(bad(5)), 'TypeError');
       expectThrow(() => p.channel.native.setOwner(bad({ handleWakeup: 1 })), 'TypeError');
       expectThrow(() => p.ctx.native.watchAsync(bad('f')), 'TypeError');
       expectThrow(() => p.ctx.native.watchAsync(bad({})), 'TypeError');
       // Constructing native classes directly.
-      for (const C of [b.Context, b.Pd, b.Mr, b.CompletionChannel, b.Cq, b.Qp] as unknown as Array<new (...a: unknown[]) => unknown>) {
+      for (const C of [b.Context, b.Pd, b.Mr, b.CompletionChannel, b.Cq, b.Qp, b.Srq] as unknown as Array<new (...a: unknown[]) => unknown>) {
         expectThrow(() => new C(), 'TypeError');
         expectThrow(() => new C({}), 'TypeError');
         expectThrow(() => new C(1, 2, 3), 'TypeError');
@@ -318,7 +322,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       const b = require(${JSON.stringify(loader)}).binding();
       const out = [];
       let calls = 0;
-      const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp'];
+      const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp', 'Srq'];
       for (const name of classes) {
         const C = b[name];
         for (const key of Object.getOwnPropertyNames(C.prototype)) {
@@ -339,6 +343,8 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       // A method of one class on an instance of another.
       try { b.Cq.prototype.poll.call(pd, 1); out.push('Cq.poll on a Pd: no throw'); } catch (e) {}
       try { b.Qp.prototype.postSend.call(ctx, new ArrayBuffer(40), 1); out.push('Qp.postSend on a Context: no throw'); } catch (e) {}
+      try { b.Srq.prototype.postRecv.call(pd, new ArrayBuffer(32), 1); out.push('Srq.postRecv on a Pd: no throw'); } catch (e) {}
+      try { b.Pd.prototype.createQp.call(pd, null, null, {}, false, pd); out.push('createQp with a Pd as srq: no throw'); } catch (e) {}
       pd.close(); ctx.close();
       console.log(JSON.stringify({ out, calls }));
     `;

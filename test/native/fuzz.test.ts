@@ -77,6 +77,10 @@ describeSoft('fuzzing the public API', () => {
       // The runs made objects and dropped some unclosed, so the check had work to do.
       expect(r.report!.opCounts.openDevice ?? 0).toBeGreaterThan(0);
       expect(r.report!.opCounts.drop ?? 0).toBeGreaterThan(0);
+      // Shared receive queues were made, posted to and had QPs created on them.
+      expect(r.report!.opCounts.createSrq ?? 0).toBeGreaterThan(0);
+      expect(r.report!.opCounts.srqPostRecv ?? 0).toBeGreaterThan(0);
+      expect(r.report!.opCounts.createQpOnSrq ?? 0).toBeGreaterThan(0);
     }
   });
 

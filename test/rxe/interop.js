@@ -7,7 +7,9 @@
 // statuses (ours: the run resolved) and both report lines, and appends a row
 // to $RXE_OUT/interop.tsv; both sides' output goes to $RXE_OUT/interop/.
 // usage: interop.js <gid-index> <first-tcp-port>   (cases on stdin:
-//        "server client size iters events" lines, server/client = ours|theirs)
+//        "server client size iters events [srqN]" lines, server/client =
+//        ours|theirs; a sixth field srqN makes it the --srq mode with N QPs
+//        against ibv_srq_pingpong -q N)
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -15,6 +17,7 @@ const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
 const { runServer, runClient } = require(path.join(root, 'dist/cli/pingpong/run.js'));
+const { runSrqServer, runSrqClient } = require(path.join(root, 'dist/cli/pingpong/srq-run.js'));
 const OUT = process.env.RXE_OUT;
 const [gidIndex, firstPort] = process.argv.slice(2).map(Number);
 const T0 = Date.now();
@@ -24,14 +27,16 @@ function options(c, port, server) {
   return {
     device: 'rxe0', ibPort: 1, gidIndex, size: c.size, iters: c.iters, rxDepth: 500, mtu: 1024, sl: 0,
     events: c.events, tcpPort: port, server, loopback: false, pipeline: 'operators', bind: '127.0.0.1', timeout: 60,
+    srq: c.numQp > 0, numQp: c.numQp || 16,
   };
 }
 
 function theirs(c, port, server) {
   const args = ['-d', 'rxe0', '-g', String(gidIndex), '-s', String(c.size), '-n', String(c.iters), '-p', String(port)];
   if (c.events) args.push('-e');
+  if (c.numQp) args.push('-q', String(c.numQp));
   if (server) args.push(server);
-  const child = spawn('ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(c.numQp ? 'ibv_srq_pingpong' : 'ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (b) => (out += b));
   child.stderr.on('data', (b) => (out += b));
@@ -50,8 +55,8 @@ async function ours(c, port, server, onListening) {
     if (lines.length === 1 && onListening) onListening(); // the server prints after it listens
   };
   try {
-    if (server) await runClient(options(c, port, server), print);
-    else await runServer(options(c, port, undefined), print);
+    if (server) await (c.numQp ? runSrqClient : runClient)(options(c, port, server), print);
+    else await (c.numQp ? runSrqServer : runServer)(options(c, port, undefined), print);
     return { rc: 0, out: lines.join('\n') + '\n' };
   } catch (err) {
     return { rc: 1, out: `${lines.join('\n')}\nrx-verbs: ${err && err.message}\n` };
@@ -100,11 +105,11 @@ async function runCase(c, port) {
     if (await listening(port, 30_000)) {
       cli = await ours(c, port, '127.0.0.1');
     } else {
-      cli = { rc: 125, out: 'not started: ibv_rc_pingpong did not listen within 30 s\n' };
+      cli = { rc: 125, out: `not started: ${c.numQp ? 'ibv_srq_pingpong' : 'ibv_rc_pingpong'} did not listen within 30 s\n` };
     }
     srv = await server.done;
   }
-  const name = `${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
+  const name = `${c.numQp ? `srq${c.numQp}-` : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.server.log`), srv.out);
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.client.log`), cli.out);
   const ok = srv.rc === 0 && cli.rc === 0 && reportOk(srv.out, c) && reportOk(cli.out, c);
@@ -122,8 +127,10 @@ async function runCase(c, port) {
 }
 
 async function main() {
-  const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5)
-    .map(([server, client, size, iters, events]) => ({ server, client, size: Number(size), iters: Number(iters), events: events === '1' }));
+  const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5 || f.length === 6)
+    .map(([server, client, size, iters, events, srq]) => ({
+      server, client, size: Number(size), iters: Number(iters), events: events === '1', numQp: srq ? Number(srq.replace(/^srq/, '')) : 0,
+    }));
   let port = firstPort;
   let failed = 0;
   for (const c of cases) {

@@ -182,9 +182,11 @@ function guestExit(dir) {
 }
 
 // --- jest + interop: one guest, rxe0 on its loopback -------------------------
-const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0'];
+// ibv_srq_pingpong's mode (--srq, 4 QPs on one SRQ) against ibv_srq_pingpong.
+const SRQ_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 4096 400 ${ev} srq4`));
+const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'theirs ours 4096 200 1 srq4'];
 const FULL_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].flatMap((ev) => [['64', 1000], ['4096', 500], ['65536', 100]]
-  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`)));
+  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`))).concat(SRQ_INTEROP);
 const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 

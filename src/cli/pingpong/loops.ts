@@ -9,8 +9,19 @@
  *   (`--pipeline native`, event -> ack -> re-arm -> poll done in C++).
  */
 import { Subscription } from 'rxjs';
-import { ackEvents, drainCq, rearm, type WcBatch } from '../../index';
-import type { Side } from './side';
+import { ackEvents, drainCq, rearm, type CompletionChannel, type Cq, type WcBatch } from '../../index';
+
+/** What the loops drive: one end of a ping-pong (rc_pingpong's Side, or srq_pingpong's). */
+export interface LoopSide {
+  readonly cq: Cq;
+  readonly channel: CompletionChannel | undefined;
+  readonly scnt: number;
+  readonly rcnt: number;
+  readonly done: boolean;
+  readonly options: { iters: number };
+  handle(batch: WcBatch): void;
+}
+type Side = LoopSide;
 
 /** How `-e` consumes the channel. */
 export type Pipeline = 'operators' | 'native';

@@ -20,6 +20,8 @@ export const OPTIONS = {
   loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
   timeout: { type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   bind: { type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
+  srq: { type: 'boolean', help: "ibv_srq_pingpong's mode: -q QPs receiving from one shared receive queue" },
+  'num-qp': { short: 'q', type: 'number', help: 'with --srq: number of QPs to use', default: 16 },
   help: { short: 'h', type: 'boolean', help: 'show this help' },
 } as const;
 
@@ -32,6 +34,9 @@ and compatible with it on the wire (either side can be ibv_rc_pingpong):
   rx-verbs pingpong [options]              start a server and wait for a connection
   rx-verbs pingpong [options] <host>       connect to the server at <host>
   rx-verbs pingpong --loopback [options]   both in this process, over 127.0.0.1
+With --srq it is rdma-core's ibv_srq_pingpong instead (and compatible with it):
+-q QPs on each side receive from one shared receive queue of -r receives, and
+-n counts the exchanges of all QPs together.
 Soft devices (soft0) exist inside one process only, so two processes cannot
 connect through them: use --loopback there. On RoCE (rxe) give a GID index (-g).`;
 
@@ -44,6 +49,10 @@ export interface PingPongOptions extends SideOptions {
   bind: string | undefined;
   /** Seconds without progress before giving up; 0: never. */
   timeout: number;
+  /** ibv_srq_pingpong's mode. */
+  srq: boolean;
+  /** With `srq`: QPs per side. */
+  numQp: number;
 }
 
 const MTUS = [256, 512, 1024, 2048, 4096];
@@ -56,13 +65,17 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
   if (!MTUS.includes(mtu)) throw new UsageError(`--mtu must be one of ${MTUS.join(', ')}, got ${mtu}`);
   const pipeline = o.pipeline;
   if (pipeline !== 'operators' && pipeline !== 'native') throw new UsageError(`--pipeline must be 'operators' or 'native', got '${pipeline}'`);
+  // srq_pingpong's own limits: fewer than its 256-entry table, a receive per QP.
+  const numQp = intIn(o['num-qp'], 'num-qp', 1, 255);
+  const rxDepth = intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20);
+  if (o.srq && numQp > rxDepth) throw new UsageError(`rx_depth ${rxDepth} is too small for ${numQp} QPs -- must have at least one receive per QP`);
   return {
     device: o['ib-dev'] ?? defaultDevice(),
     ibPort: intIn(o['ib-port'], 'ib-port', 1, 255),
     gidIndex: o['gid-idx'] === undefined ? undefined : intIn(o['gid-idx'], 'gid-idx', 0, 255),
     size: intIn(o.size, 'size', 1, 1 << 30),
     iters: intIn(o.iters, 'iters', 1, 2 ** 31 - 1),
-    rxDepth: intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20),
+    rxDepth,
     mtu,
     sl: intIn(o.sl, 'sl', 0, 15),
     events: o.events,
@@ -72,6 +85,8 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     pipeline,
     bind: o.bind,
     timeout: intIn(o.timeout, 'timeout', 0, 86_400),
+    srq: o.srq,
+    numQp,
   };
 }
 

@@ -26,6 +26,16 @@ export interface SideOptions {
 
 const LINK_LAYER_ETHERNET = 2;
 
+/** The two report lines rdma-core's pingpongs print, for `usec` microseconds of exchanges. */
+export function reportLines({ size, iters }: { size: number; iters: number }, usec: number): string[] {
+  const bytes = size * iters * 2;
+  const secs = (usec / 1e6).toFixed(2);
+  return [
+    `${bytes} bytes in ${secs} seconds = ${((bytes * 8) / usec).toFixed(2)} Mbit/sec`,
+    `${iters} iters in ${secs} seconds = ${(usec / iters).toFixed(2)} usec/iter`,
+  ];
+}
+
 /** One end: its verbs objects, counters and the reaction to each completion. */
 export class Side {
   readonly ctx: Context;
@@ -142,14 +152,7 @@ export class Side {
 
   /** rc_pingpong's two report lines. */
   report(): string[] {
-    const usec = Number((this.endNs || process.hrtime.bigint()) - this.startNs) / 1000;
-    const { size, iters } = this.options;
-    const bytes = size * iters * 2;
-    const secs = (usec / 1e6).toFixed(2);
-    return [
-      `${bytes} bytes in ${secs} seconds = ${((bytes * 8) / usec).toFixed(2)} Mbit/sec`,
-      `${iters} iters in ${secs} seconds = ${(usec / iters).toFixed(2)} usec/iter`,
-    ];
+    return reportLines(this.options, Number((this.endNs || process.hrtime.bigint()) - this.startNs) / 1000);
   }
 
   /** Closes everything (the context closes its children in the safe order). */

@@ -24,7 +24,8 @@ export interface Dest {
 
 /** Bytes of one message, the terminating NUL included (as rc_pingpong sends `sizeof msg`). */
 export const MESSAGE_BYTES = '0000:000000:000000:00000000000000000000000000000000'.length + 1;
-const DONE = Buffer.from('done\0', 'latin1');
+/** The client's last message (`"done"` and its NUL). */
+export const DONE = Buffer.from('done\0', 'latin1');
 const MESSAGE_RE = /^([0-9a-f]{1,4}):([0-9a-f]{1,6}):([0-9a-f]{1,6}):([0-9a-f]{32})$/i;
 
 /** Encodes `dest` as the 52-byte message. */
@@ -104,7 +105,7 @@ export function describeDest(which: 'local' | 'remote', d: Dest): string {
 }
 
 /** Reads exactly `n` bytes (or fewer if the peer ends first) from a socket. */
-class Reader {
+export class Reader {
   private chunks: Buffer[] = [];
   private have = 0;
   private ended = false;
@@ -145,7 +146,8 @@ class Reader {
   }
 }
 
-function write(socket: net.Socket, data: Buffer): Promise<void> {
+/** Writes `data`, resolving once the socket took it. */
+export function write(socket: net.Socket, data: Buffer): Promise<void> {
   return new Promise((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve())));
 }
 

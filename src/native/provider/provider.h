@@ -218,11 +218,13 @@ struct Gid {
 
 class Cq;
 class Qp;
+class Srq;
 
 struct AsyncEvent {
   uint32_t type = 0;
   Cq* cq = nullptr;    // for CQ_ERR
   Qp* qp = nullptr;    // for QP_* events
+  Srq* srq = nullptr;  // for SRQ_LIMIT_REACHED, SRQ_ERR
   uint32_t port = 0;   // for PORT_* events
   void* native = nullptr;  // provider bookkeeping for ack
 };
@@ -299,6 +301,31 @@ class Qp {
   void* user = nullptr;
 };
 
+// A shared receive queue's sizes (ibv_srq_attr). srq_limit 0 = not armed.
+struct SrqAttr {
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 1;
+  uint32_t srq_limit = 0;
+};
+
+// A shared receive queue: receives any QP created on it consumes, one per
+// incoming message, in posting order.
+class Srq {
+ public:
+  virtual ~Srq() = default;
+  // ibv_query_srq: the granted sizes and the current limit (0 once the
+  // limit event fired).
+  virtual SrqAttr query() = 0;
+  // ibv_modify_srq(IBV_SRQ_LIMIT): SRQ_LIMIT_REACHED once, when fewer than
+  // `limit` receives remain; 0 disarms. EINVAL above max_wr.
+  virtual void arm(uint32_t limit) = 0;
+  // As Qp::post_recv (ENOMEM when full, EINVAL for too many SGEs).
+  virtual void post_recv(const RecvWr* wrs, size_t n, size_t* bad) = 0;
+  // EBUSY while QPs use it.
+  virtual void destroy() = 0;
+  void* user = nullptr;
+};
+
 class Pd {
  public:
   virtual ~Pd() = default;
@@ -311,9 +338,14 @@ class Pd {
     Cq* recv_cq = nullptr;
     QpCap cap;
     bool sq_sig_all = false;
+    // Receives come from this SRQ (cap's receive sizes are then ignored and
+    // the QP's own receive queue refuses posts).
+    Srq* srq = nullptr;
   };
   virtual std::unique_ptr<Qp> create_rc_qp(const QpInit& init) = 0;
-  virtual void destroy() = 0;  // EBUSY while MRs or QPs remain
+  // ibv_create_srq. `attr.srq_limit` arms the limit event at once.
+  virtual std::unique_ptr<Srq> create_srq(const SrqAttr& attr) = 0;
+  virtual void destroy() = 0;  // EBUSY while MRs, QPs or SRQs remain
   void* user = nullptr;
 };
 

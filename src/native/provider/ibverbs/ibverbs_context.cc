@@ -195,7 +195,12 @@ bool IbvContext::get_async_event(AsyncEvent* out) {
     case IBV_EVENT_GID_CHANGE:
       out->port = static_cast<uint32_t>(ev.element.port_num);
       break;
-    default:  // DEVICE_FATAL, SRQ/WQ events (we create none): no element
+    case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      auto* s = static_cast<IbvSrq*>(ev.element.srq->srq_context);
+      if (st_->children.Has(rules::Kind::kSrq, s)) out->srq = s, named = s;
+      break;
+    }
+    default:  // DEVICE_FATAL, WQ events (we create none): no element
       break;
   }
   st_->pending_async.Delivered(copy, named);

@@ -66,6 +66,10 @@ void load(Loaded* out) {
   ok &= ResolveSymbol(handle, "ibv_modify_qp", &a.modify_qp, &missing);
   ok &= ResolveSymbol(handle, "ibv_query_qp", &a.query_qp, &missing);
   ok &= ResolveSymbol(handle, "ibv_destroy_qp", &a.destroy_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_srq", &a.create_srq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_modify_srq", &a.modify_srq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_query_srq", &a.query_srq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_destroy_srq", &a.destroy_srq, &missing);
   if (!ok) {
     out->why = std::string(file) + " is too old or not rdma-core's (missing " +
                missing + "): install rdma-core's libibverbs1";

@@ -62,6 +62,11 @@ struct Api {
   int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
                   ibv_qp_init_attr* init_attr);
   int (*destroy_qp)(ibv_qp* qp);
+  // SRQs (ibv_post_srq_recv is inline: ctx->ops).
+  ibv_srq* (*create_srq)(ibv_pd* pd, ibv_srq_init_attr* attr);
+  int (*modify_srq)(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+  int (*query_srq)(ibv_srq* srq, ibv_srq_attr* attr);
+  int (*destroy_srq)(ibv_srq* srq);
 };
 
 // The loaded table, or nullptr when libibverbs cannot be used; then *why

@@ -50,7 +50,10 @@ void ContextState::forget_parent_locked(const void* p) noexcept {
     if (q->pd_ == p) q->pd_ = nullptr;
     if (q->send_cq_ == p) q->send_cq_ = nullptr;
     if (q->recv_cq_ == p) q->recv_cq_ = nullptr;
+    if (q->srq_ == p) q->srq_ = nullptr;
   }
+  for (IbvSrq* s : children.List<IbvSrq>(Kind::kSrq))
+    if (s->pd_ == p) s->pd_ = nullptr;
   for (IbvMr* m : children.List<IbvMr>(Kind::kMr))
     if (m->pd_ == p) m->pd_ = nullptr;
   for (IbvCq* c : children.List<IbvCq>(Kind::kCq))
@@ -313,6 +316,7 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   if (pd_ == nullptr) fail_closed("ibv_create_qp");
   IbvCq* scq;
   IbvCq* rcq;
+  IbvSrq* srq = nullptr;
   {
     std::lock_guard<std::mutex> lock(st_->mu);
     scq = dynamic_cast<IbvCq*>(init.send_cq);
@@ -322,6 +326,11 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
         rcq->raw() == nullptr)
       fail(EINVAL, "ibv_create_qp",
            "send_cq and recv_cq must be live CQs of the same device context");
+    if (init.srq != nullptr) {
+      srq = dynamic_cast<IbvSrq*>(init.srq);
+      if (srq == nullptr || !st_->children.Has(rules::Kind::kSrq, srq) || srq->raw() == nullptr)
+        fail(EINVAL, "ibv_create_qp", "srq must be a live SRQ of the same device context");
+    }
   }
   // Not under st_->mu: on failure `qp` is destroyed here, and its destructor
   // takes the lock.
@@ -331,11 +340,11 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   ia.qp_context = qp.get();  // async events map back through qp_context
   ia.send_cq = scq->raw();
   ia.recv_cq = rcq->raw();
-  ia.srq = nullptr;
+  ia.srq = srq != nullptr ? srq->raw() : nullptr;
   ia.cap.max_send_wr = init.cap.max_send_wr;
-  ia.cap.max_recv_wr = init.cap.max_recv_wr;
+  ia.cap.max_recv_wr = srq != nullptr ? 0 : init.cap.max_recv_wr;
   ia.cap.max_send_sge = init.cap.max_send_sge;
-  ia.cap.max_recv_sge = init.cap.max_recv_sge;
+  ia.cap.max_recv_sge = srq != nullptr ? 0 : init.cap.max_recv_sge;
   ia.cap.max_inline_data = init.cap.max_inline_data;
   ia.qp_type = IBV_QPT_RC;
   ia.sq_sig_all = init.sq_sig_all ? 1 : 0;
@@ -357,6 +366,10 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   // A QP is one user of a CQ it sends and receives on, as on the soft device.
   scq->users.Add(rules::Kind::kQp);
   if (rcq != scq) rcq->users.Add(rules::Kind::kQp);
+  if (srq != nullptr) {
+    qp->srq_ = srq;
+    srq->users.Add(rules::Kind::kQp);
+  }
   return qp;
 }
 
@@ -396,6 +409,7 @@ void drop_qp_refs(IbvQp* q) {
   if (q->pd_ != nullptr) q->pd_->users.Drop(rules::Kind::kQp);
   if (q->send_cq_ != nullptr) q->send_cq_->users.Drop(rules::Kind::kQp);
   if (q->recv_cq_ != nullptr && q->recv_cq_ != q->send_cq_) q->recv_cq_->users.Drop(rules::Kind::kQp);
+  if (q->srq_ != nullptr) q->srq_->users.Drop(rules::Kind::kQp);
 }
 }  // namespace
 
@@ -544,6 +558,9 @@ void IbvQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   if (bad != nullptr) *bad = 0;
   if (n == 0) return;
   if (qp_ == nullptr) fail_closed("ibv_post_recv");
+  // Not every provider checks (rxe does, with EINVAL): refuse it for all.
+  if (srq_ != nullptr)
+    fail(EINVAL, "ibv_post_recv", "the QP receives from an SRQ: post receives to the SRQ");
   size_t total_sge = 0;
   for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
   if (recv_wrs_.size() < n) recv_wrs_.resize(n);

@@ -32,6 +32,7 @@ class IbvCq;
 class IbvMr;
 class IbvPd;
 class IbvQp;
+class IbvSrq;
 
 // errno-style failure -> VerbsError (err 0 becomes EIO so codes are never 0).
 [[noreturn]] void fail(int err, const char* verb, const std::string& detail);
@@ -181,6 +182,7 @@ class IbvQp final : public Qp, public IbvChild {
   IbvPd* pd_;
   IbvCq* send_cq_;
   IbvCq* recv_cq_;
+  IbvSrq* srq_ = nullptr;  // receives come from it when set
 
  private:
   StatePtr st_;
@@ -200,6 +202,7 @@ class IbvPd final : public Pd, public IbvChild {
   std::unique_ptr<Mr> reg_mr(void* addr, size_t length,
                              uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
+  std::unique_ptr<Srq> create_srq(const SrqAttr& attr) override;  // ibverbs_srq.cc
   void destroy() override;
 
   ibv_pd* raw() const { return pd_; }
@@ -233,6 +236,28 @@ class IbvContext final : public Context {
   ibv_context* live(const char* verb) const;
   StatePtr st_;
   DeviceInfo info_;
+};
+
+class IbvSrq final : public Srq, public IbvChild {
+ public:
+  IbvSrq(StatePtr st, IbvPd* pd);
+  ~IbvSrq() override;
+  void attach(ibv_srq* srq) { srq_ = srq; }
+  SrqAttr query() override;
+  void arm(uint32_t limit) override;
+  void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
+  void destroy() override;
+
+  ibv_srq* raw() const { return srq_; }
+  void release_locked() noexcept override;
+  IbvPd* pd_;           // nulled if the PD object goes away first
+  rules::Users users;   // QPs created on it (st_->mu)
+
+ private:
+  StatePtr st_;
+  ibv_srq* srq_ = nullptr;
+  std::vector<ibv_recv_wr> recv_wrs_;
+  std::vector<ibv_sge> sges_;
 };
 
 // A Context over an ibv_context someone else opened (librdmacm's): every

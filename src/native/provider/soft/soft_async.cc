@@ -9,13 +9,14 @@
 namespace rxv {
 namespace soft {
 
-void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port) {
+void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port, Srq* srq) {
   Lock a(c->amu);
   if (c->afd.fd() < 0) return;  // context closed
   AsyncEvent ev;
   ev.type = type;
   ev.cq = cq;
   ev.qp = qp;
+  ev.srq = srq;
   ev.port = port;
   ev.native = reinterpret_cast<void*>(c->next_ev++);
   const bool was_empty = c->aq.empty();
@@ -24,11 +25,13 @@ void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port) {
 }
 
 static bool names(const AsyncEvent& ev, const void* obj) {
-  return obj && (static_cast<const void*>(ev.cq) == obj || static_cast<const void*>(ev.qp) == obj);
+  return obj && (static_cast<const void*>(ev.cq) == obj || static_cast<const void*>(ev.qp) == obj ||
+                 static_cast<const void*>(ev.srq) == obj);
 }
 
-// The CQ or QP an event names (soft events name at most one).
+// The CQ, QP or SRQ an event names (soft events name at most one).
 static const void* named(const AsyncEvent& ev) {
+  if (ev.srq) return ev.srq;
   return ev.cq ? static_cast<const void*>(ev.cq) : static_cast<const void*>(ev.qp);
 }
 

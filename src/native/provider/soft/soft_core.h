@@ -65,6 +65,7 @@ struct CqCore;
 struct PdCore;
 struct MrCore;
 struct QpCore;
+struct SrqCore;
 
 constexpr int kGidTableLen = 4;
 constexpr uint32_t kPkeyTableLen = 128;
@@ -170,7 +171,7 @@ struct CtxCore {
   uintptr_t next_ev = 1;
 };
 
-void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port);
+void raise_async(CtxCore* c, uint32_t type, Cq* cq, Qp* qp, uint32_t port, Srq* srq = nullptr);
 size_t async_unacked(CtxCore* c, const void* obj);
 void async_purge(CtxCore* c, const void* obj);
 // G held. Marks the context dead: DEVICE_FATAL, every QP flushed.
@@ -275,6 +276,7 @@ struct QpCore : ChildCore {
   std::shared_ptr<PdCore> pd;
   std::shared_ptr<CqCore> scq;
   std::shared_ptr<CqCore> rcq;
+  std::shared_ptr<SrqCore> srq;  // receives come from it when set (own RQ empty)
   Qp* handle = nullptr;
   uint32_t qpn = 0;
   QpCap cap;
@@ -332,6 +334,49 @@ inline uint32_t wc_opcode_of(uint32_t wr_op) {
     default:
       return wc_opcode::SEND;
   }
+}
+
+// ---- shared receive queue (soft_srq.cc) -------------------------------------
+// Its ring lock `mu` sits at level 2 of the lock order, beside QpCore::mu:
+// taken before a QP's mu (never after), and nothing but amu under it.
+// Posting takes only mu; only G holders consume, so a G holder may read an
+// occupied slot without mu.
+struct SrqCore : ChildCore {
+  std::shared_ptr<CtxCore> ctx;
+  std::shared_ptr<PdCore> pd;
+  Srq* handle = nullptr;       // G
+  std::vector<QpCore*> qps;    // G: QPs created on it
+  rules::Users users;          // G: the same, counted for the rule book
+  uint32_t max_sge = 1;
+
+  std::mutex mu;
+  bool dead = false;           // mu (and G)
+  std::vector<RecvSlot> ring;
+  std::vector<Sge> sge;
+  uint32_t head = 0;
+  uint32_t count = 0;
+  uint64_t seq = 0;
+  uint32_t limit = 0;          // armed limit; 0 = not armed
+  bool waiting = false;        // a requester parked on one of its QPs (RNR forever)
+
+  Sge* sges(uint32_t i) { return sge.data() + size_t(i) * max_sge; }
+};
+// G held. The head receive of the SRQ (index and seq); false when empty.
+bool srq_head(SrqCore* q, uint32_t* idx, uint64_t* seq);
+// G held. Pops the head if it is still `seq` (raising the limit event when
+// the SRQ drops below its armed limit); false when it is not.
+bool srq_take(SrqCore* q, uint64_t seq, RecvSlot* out);
+// G held. Parks requester s on responder r until the SRQ gets a receive;
+// false when one arrived meanwhile (retry at once).
+bool srq_park(SrqCore* q, QpCore* s, QpCore* r);
+
+// The receive a responder consumes next, wherever its receives come from.
+// G held; the slot at `idx` is occupied (recv_head said so).
+inline const Sge* recv_sges(QpCore* r, uint32_t idx) {
+  return r->srq ? r->srq->sges(idx) : r->rq_sges(idx);
+}
+inline uint32_t recv_nsge(QpCore* r, uint32_t idx) {
+  return r->srq ? r->srq->ring[idx].nsge : r->rq[idx].nsge;
 }
 
 // G held.

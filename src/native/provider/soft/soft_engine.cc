@@ -148,7 +148,9 @@ thread_local std::vector<Sge> t_src, t_dst;
 // flushed or reset meanwhile.
 void move_bytes(ULock& gl, QpCore* r, const Sge* src, uint32_t ns, const Sge* dst, uint32_t nd,
                 uint64_t total) {
-  if (total <= kLockedCopy) {
+  // A receive taken from an SRQ is copied under G: another device thread
+  // may otherwise pick the same head for another QP of the SRQ meanwhile.
+  if (total <= kLockedCopy || r->srq) {
     sg_copy(src, dst, total);
     return;
   }
@@ -195,7 +197,9 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
 bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t opcode,
                    uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited) {
   RecvSlot w;
-  {
+  if (r->srq) {
+    if (!srq_take(r->srq.get(), seq, &w)) return false;
+  } else {
     Lock l(r->mu);
     if (!r->rq_count || r->rq[r->rq_head].seq != seq) return false;
     w = r->rq[r->rq_head];
@@ -221,6 +225,7 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
 
 // The responder's head receive (index and seq); false when its RQ is empty.
 bool recv_head(QpCore* r, uint32_t* idx, uint64_t* seq) {
+  if (r->srq) return srq_head(r->srq.get(), idx, seq);
   Lock l(r->mu);
   if (!r->rq_count) return false;
   *idx = r->rq_head;
@@ -232,6 +237,10 @@ bool recv_head(QpCore* r, uint32_t* idx, uint64_t* seq) {
 // list); true when the retries are spent and the WR completed in error.
 bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
   if (s->attr.rnr_retry == 7) {  // 7 = retry forever, as in IB
+    if (r->srq) {
+      if (!srq_park(r->srq.get(), s, r)) schedule(s);
+      return false;
+    }
     {
       // Registered under r->mu, where post_recv checks for waiters.
       Lock l(r->mu);
@@ -301,8 +310,8 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
       uint64_t rseq;
       if (!recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
       // Occupied slots only change under G, which we hold.
-      const Sge* rsg = r->rq_sges(ridx);
-      const uint32_t rns = r->rq[ridx].nsge;
+      const Sge* rsg = recv_sges(r, ridx);
+      const uint32_t rns = recv_nsge(r, ridx);
       if (total > sge_total(rsg, rns)) {
         recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
         qp_to_error(r, kNoEvent);

@@ -63,12 +63,24 @@ class SoftQp final : public Qp {
   std::shared_ptr<QpCore> core;
 };
 
+class SoftSrq final : public Srq {
+ public:
+  explicit SoftSrq(std::shared_ptr<SrqCore> c) : core(std::move(c)) {}
+  ~SoftSrq() override;
+  SrqAttr query() override;
+  void arm(uint32_t limit) override;
+  void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
+  void destroy() override;
+  std::shared_ptr<SrqCore> core;
+};
+
 class SoftPd final : public Pd {
  public:
   explicit SoftPd(std::shared_ptr<PdCore> c) : core(std::move(c)) {}
   ~SoftPd() override;
   std::unique_ptr<Mr> reg_mr(void* addr, size_t length, uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
+  std::unique_ptr<Srq> create_srq(const SrqAttr& attr) override;
   void destroy() override;
   std::shared_ptr<PdCore> core;
 };
@@ -110,6 +122,9 @@ class SoftContext final : public Context, public Faults {
 // Helpers shared by the handle files.
 std::unique_ptr<Context> open_context(const std::string& name);
 std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init);
+std::unique_ptr<Srq> create_srq(const std::shared_ptr<PdCore>& pd, const SrqAttr& attr);
+// The soft core behind an Srq handle, or EINVAL (foreign or destroyed). G held.
+SrqCore* srq_of(Srq* srq, const char* verb);
 // The soft core behind a Cq/Channel handle, or EINVAL (foreign or destroyed).
 CqCore* cq_of(Cq* cq, const char* verb);
 ChCore* ch_of(Channel* ch, const char* verb);

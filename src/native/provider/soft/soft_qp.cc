@@ -134,6 +134,10 @@ void qp_to_error(QpCore* q, uint32_t async_type) {
   kick_waiters(q);
   if (async_type != kNoEvent && q->handle) raise_async(q->ctx.get(), async_type, nullptr, q->handle, 0);
   flush(q);
+  // Its receives belong to the SRQ and stay there; the owner learns that no
+  // more will be consumed for this QP (rxe raises it as the QP enters ERR).
+  if (q->srq && q->handle)
+    raise_async(q->ctx.get(), async_event::QP_LAST_WQE_REACHED, nullptr, q->handle, 0);
 }
 
 void qp_unroute(QpCore* q) {
@@ -160,7 +164,11 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
   if (scq->ctx.get() != ctx || rcq->ctx.get() != ctx)
     fail(EINVAL, verb, "the CQs belong to another context");
   const SoftDeviceOptions& o = ctx->dev->opts;
-  const QpCap& c = init.cap;
+  SrqCore* srq = init.srq ? srq_of(init.srq, verb) : nullptr;
+  if (srq && srq->ctx.get() != ctx) fail(EINVAL, verb, "the SRQ belongs to another context");
+  if (srq && srq->pd != pd) fail(EINVAL, verb, "the SRQ belongs to another PD");
+  QpCap c = init.cap;
+  if (srq) c.max_recv_wr = c.max_recv_sge = 0;  // the SRQ's sizes apply
   check_cap(c.max_send_wr <= o.max_qp_wr, "max_send_wr exceeds the device's max_qp_wr");
   check_cap(c.max_recv_wr <= o.max_qp_wr, "max_recv_wr exceeds the device's max_qp_wr");
   check_cap(c.max_send_sge <= o.max_sge, "max_send_sge exceeds the device's max_sge");
@@ -172,6 +180,7 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
   q->pd = pd;
   q->scq = static_cast<SoftCq*>(init.send_cq)->core;
   q->rcq = static_cast<SoftCq*>(init.recv_cq)->core;
+  if (srq) q->srq = static_cast<SoftSrq*>(init.srq)->core;
   q->cap = c;
   q->sig_all = init.sq_sig_all;
   q->sq.resize(c.max_send_wr);
@@ -186,6 +195,10 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
   q->registered = true;
   scq->qps.push_back(q.get());
   if (rcq != scq) rcq->qps.push_back(q.get());
+  if (srq) {
+    srq->qps.push_back(q.get());
+    srq->users.Add(rules::Kind::kQp);
+  }
   pd->users.Add(rules::Kind::kQp);
   ctx->children.Add(rules::Kind::kQp, q.get());
   bump_routes();
@@ -391,6 +404,8 @@ void SoftQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   {
     Lock l(q->mu);
     if (q->dead) err = EINVAL, why = "the QP is destroyed";
+    // As rxe: a QP on an SRQ has no receive queue of its own.
+    if (!err && q->srq) err = EINVAL, why = "the QP receives from an SRQ: post receives to the SRQ";
     for (; !err && posted < n; ++posted) {
       const RecvWr& w = wrs[posted];
       if (w.sg.size() > q->cap.max_recv_sge) {
@@ -448,6 +463,13 @@ static void release(QpCore* q) {
     auto it = std::find(cq->qps.begin(), cq->qps.end(), q);
     if (it != cq->qps.end()) cq->qps.erase(it);
     if (q->scq == q->rcq) break;
+  }
+  if (SrqCore* srq = q->srq.get()) {
+    auto it = std::find(srq->qps.begin(), srq->qps.end(), q);
+    if (it != srq->qps.end()) {
+      srq->qps.erase(it);
+      srq->users.Drop(rules::Kind::kQp);
+    }
   }
   clear_queues(q);
   q->pd->users.Drop(rules::Kind::kQp);

@@ -1,0 +1,129 @@
+// The ibverbs provider's shared receive queue: ibv_create_srq and friends,
+// plus the counts libibverbs leaves to us (QPs created on it, so destroying
+// it while they live is EBUSY from the rule book rather than the kernel's
+// bare errno).
+#include "ibverbs_objects.h"
+
+#ifdef RXV_HAVE_IBVERBS
+
+#include <cerrno>
+#include <cstring>
+
+#include "rules/refusals.h"
+
+namespace rxv {
+namespace ibv {
+
+std::unique_ptr<Srq> IbvPd::create_srq(const SrqAttr& attr) {
+  if (pd_ == nullptr) fail_closed("ibv_create_srq");
+  auto srq = std::make_unique<IbvSrq>(st_, this);
+  ibv_srq_init_attr ia;
+  std::memset(&ia, 0, sizeof ia);
+  ia.srq_context = srq.get();  // async events map back through srq_context
+  ia.attr.max_wr = attr.max_wr;
+  ia.attr.max_sge = attr.max_sge;
+  ia.attr.srq_limit = attr.srq_limit;
+  errno = 0;
+  ibv_srq* raw = st_->api->create_srq(pd_, &ia);
+  if (raw == nullptr)
+    fail(errno, "ibv_create_srq",
+         "max_wr " + std::to_string(attr.max_wr) + ", max_sge " + std::to_string(attr.max_sge) +
+             ", srq_limit " + std::to_string(attr.srq_limit));
+  srq->attach(raw);
+  std::lock_guard<std::mutex> lock(st_->mu);
+  st_->children.Add(rules::Kind::kSrq, srq.get());
+  users.Add(rules::Kind::kSrq);
+  return srq;
+}
+
+IbvSrq::IbvSrq(StatePtr st, IbvPd* pd) : pd_(pd), st_(std::move(st)) {}
+
+IbvSrq::~IbvSrq() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  release_locked();
+  st_->children.Remove(rules::Kind::kSrq, this);
+  st_->forget_parent_locked(this);
+}
+
+void IbvSrq::release_locked() noexcept {
+  if (srq_ == nullptr) return;
+  st_->ack_pending_locked(this);
+  if (st_->api->destroy_srq(srq_) == 0 && pd_ != nullptr) pd_->users.Drop(rules::Kind::kSrq);
+  srq_ = nullptr;
+}
+
+SrqAttr IbvSrq::query() {
+  if (srq_ == nullptr) fail_closed("ibv_query_srq");
+  ibv_srq_attr a;
+  std::memset(&a, 0, sizeof a);
+  int ret = st_->api->query_srq(srq_, &a);
+  if (ret != 0) fail(ret, "ibv_query_srq", "");
+  SrqAttr out;
+  out.max_wr = a.max_wr;
+  out.max_sge = a.max_sge;
+  out.srq_limit = a.srq_limit;
+  return out;
+}
+
+void IbvSrq::arm(uint32_t limit) {
+  if (srq_ == nullptr) fail_closed("ibv_modify_srq");
+  ibv_srq_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.srq_limit = limit;
+  int ret = st_->api->modify_srq(srq_, &a, IBV_SRQ_LIMIT);
+  if (ret != 0) fail(ret, "ibv_modify_srq", "srq_limit " + std::to_string(limit));
+}
+
+void IbvSrq::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
+  if (bad != nullptr) *bad = 0;
+  if (n == 0) return;
+  if (srq_ == nullptr) fail_closed("ibv_post_srq_recv");
+  size_t total_sge = 0;
+  for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
+  if (recv_wrs_.size() < n) recv_wrs_.resize(n);
+  if (sges_.size() < total_sge) sges_.resize(total_sge);
+  ibv_sge* sge = sges_.data();
+  for (size_t i = 0; i < n; ++i) {
+    const RecvWr& w = wrs[i];
+    ibv_recv_wr& d = recv_wrs_[i];
+    std::memset(&d, 0, sizeof d);
+    d.wr_id = w.wr_id;
+    d.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
+    d.num_sge = static_cast<int>(w.sg.size());
+    d.sg_list = w.sg.empty() ? nullptr : sge;
+    for (const Sge& s : w.sg) {
+      sge->addr = s.addr;
+      sge->length = s.length;
+      sge->lkey = s.lkey;
+      ++sge;
+    }
+  }
+  ibv_recv_wr* bad_wr = nullptr;
+  int ret = ibv_post_srq_recv(srq_, recv_wrs_.data(), &bad_wr);  // inline (ops)
+  if (ret != 0) {
+    size_t idx = 0;
+    if (bad_wr >= recv_wrs_.data() && bad_wr < recv_wrs_.data() + n)
+      idx = static_cast<size_t>(bad_wr - recv_wrs_.data());
+    if (bad != nullptr) *bad = idx;
+    fail(ret > 0 ? ret : EIO, "ibv_post_srq_recv",
+         "the SRQ rejected WR " + std::to_string(idx) +
+             (ret == ENOMEM ? " (the SRQ is full)" : ret == EINVAL ? " (too many SGEs?)" : ""));
+  }
+}
+
+void IbvSrq::destroy() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  if (srq_ == nullptr) return;
+  rules::RefuseBusy(rules::Kind::kSrq, users);
+  st_->ack_pending_locked(this);
+  int ret = st_->api->destroy_srq(srq_);
+  if (ret != 0) fail(ret, "ibv_destroy_srq", "");
+  if (pd_ != nullptr) pd_->users.Drop(rules::Kind::kSrq);
+  srq_ = nullptr;
+  st_->children.Remove(rules::Kind::kSrq, this);
+}
+
+}  // namespace ibv
+}  // namespace rxv
+
+#endif  // RXV_HAVE_IBVERBS

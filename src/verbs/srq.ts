@@ -1,0 +1,89 @@
+import type { NativeSrq, NativeSrqAttr } from '../native/binding';
+import type { Pd } from './pd';
+import { srqOwners } from './owners';
+import { checkInt } from './validate';
+import { RecvWr, WrEncoder } from './work-request';
+
+/** Options of {@link Pd.createSrq}. */
+export interface CreateSrqOptions {
+  /** Receives it can hold (the device may grant more: see {@link Srq.query}). */
+  maxWr: number;
+  /** Scatter/gather entries per receive (default 1). */
+  maxSge?: number;
+  /** Arms the limit event at creation (see {@link Srq.arm}); default 0, not armed. */
+  limit?: number;
+}
+
+/** What {@link Srq.query} reports (`ibv_query_srq`). */
+export type SrqAttr = NativeSrqAttr;
+
+const encoder = new WrEncoder();
+
+/**
+ * A shared receive queue (`ibv_srq`): one pool of receives that every QP
+ * created on it (`pd.createQp({ srq })`) draws from, one receive per
+ * incoming message, in posting order, whichever QP the message arrives on.
+ * A server with thousands of connections posts its receive buffers once,
+ * here, instead of per QP. Completions still arrive on each QP's `recvCq`,
+ * with the QP's number in `qpNum`.
+ *
+ * When the pool runs low the device can say so: {@link Srq.arm} sets a
+ * limit, and `context.asyncEvents$` gets one `SRQ_LIMIT_REACHED` event
+ * (with `srq`) once fewer receives than that remain. If it runs dry, a
+ * sender gets receiver-not-ready (RNR) naks and retries as on any RC QP.
+ *
+ * Close it after the QPs that use it: while any remains, `close()` fails
+ * with `EBUSY` (closing the PD closes them in the right order).
+ */
+export class Srq {
+  /** @internal */
+  readonly native: NativeSrq;
+  /** The PD it belongs to. */
+  readonly pd: Pd;
+
+  /** @internal */
+  constructor(native: NativeSrq, pd: Pd) {
+    this.native = native;
+    this.pd = pd;
+    srqOwners.set(native, this);
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** The granted sizes and the armed limit (0 when not armed, as after the event). */
+  query(): SrqAttr {
+    return this.native.query();
+  }
+
+  /**
+   * Arms the limit event (`ibv_modify_srq` with `IBV_SRQ_LIMIT`): once a
+   * consumed receive leaves fewer than `limit` in the pool, one
+   * `SRQ_LIMIT_REACHED` async event arrives and the limit disarms itself
+   * (query says 0); arm again for the next one. 0 disarms.
+   * @param limit 0 up to `query().maxWr`; above it `EINVAL`.
+   */
+  arm(limit: number): void {
+    this.native.arm(checkInt(limit, 'limit', 0, 0xffffff));
+  }
+
+  /**
+   * Posts receives (`ibv_post_srq_recv`), the same work requests and checks
+   * as `Qp.postRecv`: past the pool's capacity `ENOMEM`, more entries
+   * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
+   */
+  postRecv(wr: RecvWr | readonly RecvWr[]): void {
+    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    if (count === 0) return;
+    this.native.postRecv(bytes, count);
+  }
+
+  /** Destroys the SRQ (`ibv_destroy_srq`); `EBUSY` while QPs use it. Idempotent. */
+  close(): void {
+    if (this.native.closed) return;
+    this.native.close();
+    this.pd.forget(this);
+  }
+}
