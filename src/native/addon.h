@@ -39,6 +39,7 @@ class Addon : public Napi::Addon<Addon> {
   Napi::FunctionReference channel_ctor;
   Napi::FunctionReference cq_ctor;
   Napi::FunctionReference qp_ctor;
+  Napi::FunctionReference ah_ctor;
   Napi::FunctionReference faults_ctor;
   Napi::FunctionReference cm_channel_ctor;
   Napi::FunctionReference cm_id_ctor;

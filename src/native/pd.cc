@@ -12,6 +12,7 @@ Napi::Function PdWrap::Init(Napi::Env env) {
                          InstanceMethod<&PdWrap::RegisterMemory>("registerMemory"),
                          InstanceMethod<&PdWrap::AllocMemory>("allocMemory"),
                          InstanceMethod<&PdWrap::CreateQp>("createQp"),
+                         InstanceMethod<&PdWrap::CreateAh>("createAh"),
                          InstanceAccessor<&PdWrap::Closed>("closed"),
                          InstanceMethod<&PdWrap::CloseJs>("close"),
                      });
@@ -141,6 +142,9 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   init.cap.max_recv_sge = CapField(env, cap, "maxRecvSge", 1);
   init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
   init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
+  const uint32_t type = info[4].IsUndefined() ? qp_type::RC : ArgU32(info, 4, "QP type", 0, 0xff);
+  if (type != qp_type::RC && type != qp_type::UD)
+    throw Napi::RangeError::New(env, "QP type must be 2 (RC) or 4 (UD)");
   Pd* pd = Checked(env, "ibv_create_qp");
   init.send_cq = scq->Checked(env, "ibv_create_qp");
   init.recv_cq = rcq->Checked(env, "ibv_create_qp");
@@ -149,9 +153,13 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
     throw ErrnoError(env, EINVAL, "ibv_create_qp",
                      "the CQs belong to another context than the PD");
   }
-  auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
-  return QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
-                     info[1].As<Napi::Object>());
+  auto qp = Guard(env, [&] {
+    return type == qp_type::UD ? pd->create_ud_qp(init) : pd->create_rc_qp(init);
+  });
+  Napi::Object o = QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
+                               info[1].As<Napi::Object>());
+  QpWrap::Unwrap(o)->set_type(type);
+  return o;
 }
 
 }  // namespace rxv

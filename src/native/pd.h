@@ -48,6 +48,7 @@ class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
   Napi::Value RegisterMemory(const Napi::CallbackInfo& info);
   Napi::Value AllocMemory(const Napi::CallbackInfo& info);
   Napi::Value CreateQp(const Napi::CallbackInfo& info);
+  Napi::Value CreateAh(const Napi::CallbackInfo& info);  // ah.cc
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 

@@ -6,6 +6,7 @@
 #include "mr.h"
 #include "pd.h"
 #include "util/js_values.h"
+#include "ud_wrs.h"
 #include "wr_codec.h"
 
 namespace rxv {
@@ -230,9 +231,11 @@ Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  std::vector<AhWrap*> ahs = ReadAhs(env, info[2]);
   Qp* qp = Checked(env, "ibv_post_send");
   std::string bad = DecodeSendWrs(data, len, count, &send_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
+  if (type_ == qp_type::UD) ResolveUdWrs(env, ahs, &send_wrs_, count);
   // Inline data is copied from user addresses at post time, before any key
   // check a device could make: prove here it lies inside this PD's memory.
   for (uint32_t i = 0; i < count; i++) {

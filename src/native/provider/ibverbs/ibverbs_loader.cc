@@ -66,6 +66,8 @@ void load(Loaded* out) {
   ok &= ResolveSymbol(handle, "ibv_modify_qp", &a.modify_qp, &missing);
   ok &= ResolveSymbol(handle, "ibv_query_qp", &a.query_qp, &missing);
   ok &= ResolveSymbol(handle, "ibv_destroy_qp", &a.destroy_qp, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_ah", &a.create_ah, &missing);
+  ok &= ResolveSymbol(handle, "ibv_destroy_ah", &a.destroy_ah, &missing);
   if (!ok) {
     out->why = std::string(file) + " is too old or not rdma-core's (missing " +
                missing + "): install rdma-core's libibverbs1";

@@ -62,6 +62,9 @@ struct Api {
   int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
                   ibv_qp_init_attr* init_attr);
   int (*destroy_qp)(ibv_qp* qp);
+  // Address handles (UD).
+  ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
+  int (*destroy_ah)(ibv_ah* ah);
 };
 
 // The loaded table, or nullptr when libibverbs cannot be used; then *why

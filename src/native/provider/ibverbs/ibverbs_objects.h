@@ -163,6 +163,7 @@ class IbvMr final : public Mr, public IbvChild {
 class IbvQp final : public Qp, public IbvChild {
  public:
   IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq);
+  uint32_t type = qp_type::RC;  // set before attach
   ~IbvQp() override;
   void attach(ibv_qp* qp, const ibv_qp_cap& cap);
 
@@ -200,6 +201,9 @@ class IbvPd final : public Pd, public IbvChild {
   std::unique_ptr<Mr> reg_mr(void* addr, size_t length,
                              uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
+  std::unique_ptr<Qp> create_ud_qp(const QpInit& init) override;   // ibverbs_ud.cc
+  std::unique_ptr<Ah> create_ah(const AddressVector& av) override;  // ibverbs_ud.cc
+  std::unique_ptr<Qp> create_qp_of_type(const QpInit& init, uint32_t type);
   void destroy() override;
 
   ibv_pd* raw() const { return pd_; }

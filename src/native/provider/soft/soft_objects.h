@@ -69,6 +69,8 @@ class SoftPd final : public Pd {
   ~SoftPd() override;
   std::unique_ptr<Mr> reg_mr(void* addr, size_t length, uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
+  std::unique_ptr<Qp> create_ud_qp(const QpInit& init) override;  // soft_ud_qp.cc
+  std::unique_ptr<Ah> create_ah(const AddressVector& av) override;  // soft_ah.cc
   void destroy() override;
   std::shared_ptr<PdCore> core;
 };
@@ -109,7 +111,8 @@ class SoftContext final : public Context, public Faults {
 
 // Helpers shared by the handle files.
 std::unique_ptr<Context> open_context(const std::string& name);
-std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init);
+std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init,
+                              uint32_t type = qp_type::RC);
 // The soft core behind a Cq/Channel handle, or EINVAL (foreign or destroyed).
 CqCore* cq_of(Cq* cq, const char* verb);
 ChCore* ch_of(Channel* ch, const char* verb);
