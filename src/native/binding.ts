@@ -95,6 +95,8 @@ export interface NativeQpAttr {
   timeout?: number;
   retryCnt?: number;
   rnrRetry?: number;
+  /** UD: the QP's qkey. */
+  qkey?: number;
   ah?: {
     dlid?: number;
     sl?: number;
@@ -188,7 +190,29 @@ export declare class NativePd {
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, access: number): NativeMr;
   /** Page-aligned memory the library owns, registered; `buffer` views it. */
   allocMemory(size: number, access: number): { mr: NativeMr; buffer: ArrayBuffer };
-  createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean): NativeQp;
+  /** `type` is `ibv_qp_type`: 2 (RC, the default) or 4 (UD). */
+  createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean, type?: number): NativeQp;
+  /** `ibv_create_ah`; a `dgid` makes the address global (a GRH). */
+  createAh(address: NativeAddress): NativeAh;
+  close(): void;
+}
+
+/** An address vector (`ibv_ah_attr`) as the addon reads it. */
+export interface NativeAddress {
+  portNum?: number;
+  dlid?: number;
+  sl?: number;
+  dgid?: string;
+  sgidIndex?: number;
+  hopLimit?: number;
+  trafficClass?: number;
+  flowLabel?: number;
+}
+
+/** An address handle. */
+export declare class NativeAh {
+  private constructor();
+  readonly closed: boolean;
   close(): void;
 }
 
@@ -253,7 +277,11 @@ export declare class NativeQp {
   readonly cap: NativeQpCap;
   readonly closed: boolean;
   modify(attr: NativeQpAttr, mask: number): void;
-  postSend(packed: ArrayBufferView | ArrayBuffer, count: number): void;
+  /**
+   * On a UD QP each WR's `rkey` field indexes `ahs` and its `remote_addr`
+   * is `remoteQpn | remoteQkey << 32` (see src/native/ud_wrs.h).
+   */
+  postSend(packed: ArrayBufferView | ArrayBuffer, count: number, ahs?: readonly NativeAh[]): void;
   postRecv(packed: ArrayBufferView | ArrayBuffer, count: number): void;
   close(): void;
 }
@@ -388,6 +416,7 @@ export interface NativeBinding {
   softCmAddresses(): Record<string, string[]>;
   CmChannel: typeof NativeCmChannel;
   CmId: typeof NativeCmId;
+  Ah: typeof NativeAh;
 }
 
 let cached: NativeBinding | undefined;

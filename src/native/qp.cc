@@ -129,6 +129,7 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   a.timeout = static_cast<uint8_t>(Field(env, o, "timeout", 14, 31));
   a.retry_cnt = static_cast<uint8_t>(Field(env, o, "retryCnt", 7, 7));
   a.rnr_retry = static_cast<uint8_t>(Field(env, o, "rnrRetry", 7, 7));
+  a.qkey = Field(env, o, "qkey", 0, 0xffffffff);
   Napi::Value ahv = o.Get("ah");
   if (ahv.IsObject()) {
     Napi::Object ah = ahv.As<Napi::Object>();

@@ -5,12 +5,16 @@ import { Cq } from './cq';
 import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
-import { accessBits, copyOptions, describe, optBool } from './validate';
+import { UdQp } from './ud-qp';
+import { Ah, AhOptions, createAh } from './ah';
+import { accessBits, checkInt, copyOptions, describe, optBool } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
-  /** Only `'RC'` (reliable connected) today. */
-  type?: 'RC';
+  /** `'RC'` (reliable connected, the default) or `'UD'` (unreliable datagram; needs `qkey`). */
+  type?: 'RC' | 'UD';
+  /** UD: the QP's qkey (32 bits); datagrams must carry it to be accepted. */
+  qkey?: number;
   sendCq: Cq;
   recvCq: Cq;
   cap?: QpCapOptions;
@@ -18,7 +22,7 @@ export interface CreateQpOptions {
   sqSigAll?: boolean;
 }
 
-const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll'] as const;
+const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll', 'qkey'] as const;
 const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxInlineData'] as const;
 
 /**
@@ -102,18 +106,41 @@ export class Pd {
     return this.children.add('MR', new Mr(mr, this, Buffer.from(buffer)));
   }
 
-  /** Creates a queue pair (`ibv_create_qp`, RC). */
+  /**
+   * Creates a queue pair (`ibv_create_qp`): RC, or UD with
+   * `{ type: 'UD', qkey }` (a {@link UdQp}).
+   */
+  createQp(options: CreateQpOptions & { type: 'UD' }): UdQp;
+  createQp(options: CreateQpOptions): Qp;
   createQp(options: CreateQpOptions): Qp {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
     // Each field read once, into plain values, before anything native runs.
-    const { type, sendCq, recvCq, cap, sqSigAll } = copyOptions(options, CREATE_QP_KEYS, 'options');
-    if ((type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(type)}`);
+    const { type, sendCq, recvCq, cap, sqSigAll, qkey } = copyOptions(options, CREATE_QP_KEYS, 'options');
+    if (type !== undefined && type !== 'RC' && type !== 'UD') throw new RangeError(`type must be 'RC' or 'UD', got ${describe(type)}`);
+    const ud = type === 'UD';
+    if (ud && qkey === undefined) throw new TypeError('a UD QP needs a qkey');
+    if (!ud && qkey !== undefined) throw new TypeError('qkey is for UD QPs only');
+    const udQkey = ud ? checkInt(qkey, 'qkey', 0, 0xffffffff) : 0;
     if (!(sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
     if (!(recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
     const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
-    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll);
-    return this.children.add('QP', new Qp(native, this, sendCq, recvCq));
+    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, ud ? 4 : 2);
+    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey) : new Qp(native, this, sendCq, recvCq);
+    return this.children.add('QP', qp);
+  }
+
+  /**
+   * Creates an address handle (`ibv_create_ah`): a destination for UD sends,
+   * by LID or, with `gid` (required on RoCE), by GID with a GRH.
+   * @example
+   * ```ts
+   * const ah = pd.createAh({ gid: peer.gid, gidIndex: 0 });
+   * qp.postSend({ wrId: 1, sg: { mr, length: 64 }, ah, remoteQpn: peer.qpNum, remoteQkey: 0x11111111 });
+   * ```
+   */
+  createAh(address: AhOptions): Ah {
+    return this.children.add('AH', createAh(this, address));
   }
 
   /** Closes its QPs and MRs in the teardown order, then deallocates (`ibv_dealloc_pd`). Idempotent. */
@@ -125,7 +152,7 @@ export class Pd {
   }
 
   /** @internal */
-  forget(child: Mr | Qp): void {
+  forget(child: Mr | Qp | Ah): void {
     this.children.delete(child);
   }
 }
