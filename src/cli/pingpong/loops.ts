@@ -10,7 +10,7 @@
  */
 import { Subscription } from 'rxjs';
 import { ackEvents, drainCq, rearm, type WcBatch } from '../../index';
-import type { Side } from './side';
+import type { PingPongEnd as Side } from './end';
 
 /** How `-e` consumes the channel. */
 export type Pipeline = 'operators' | 'native';

@@ -17,6 +17,7 @@ export const OPTIONS = {
   events: { short: 'e', type: 'boolean', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
   'gid-idx': { short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
   pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
+  ud: { type: 'boolean', help: 'UD datagrams, as ibv_ud_pingpong (size defaults to 1024; --mtu does not apply: messages are limited to the port MTU)' },
   loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
   timeout: { type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   bind: { type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
@@ -44,6 +45,8 @@ export interface PingPongOptions extends SideOptions {
   bind: string | undefined;
   /** Seconds without progress before giving up; 0: never. */
   timeout: number;
+  /** ibv_ud_pingpong's mode. */
+  ud: boolean;
 }
 
 const MTUS = [256, 512, 1024, 2048, 4096];
@@ -60,7 +63,8 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     device: o['ib-dev'] ?? defaultDevice(),
     ibPort: intIn(o['ib-port'], 'ib-port', 1, 255),
     gidIndex: o['gid-idx'] === undefined ? undefined : intIn(o['gid-idx'], 'gid-idx', 0, 255),
-    size: intIn(o.size, 'size', 1, 1 << 30),
+    // ibv_ud_pingpong's default size when the RC default was left alone.
+    size: o.ud && o.size === OPTIONS.size.default ? 1024 : intIn(o.size, 'size', 1, 1 << 30),
     iters: intIn(o.iters, 'iters', 1, 2 ** 31 - 1),
     rxDepth: intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20),
     mtu,
@@ -72,6 +76,7 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     pipeline,
     bind: o.bind,
     timeout: intIn(o.timeout, 'timeout', 0, 86_400),
+    ud: o.ud,
   };
 }
 
