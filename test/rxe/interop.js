@@ -7,7 +7,9 @@
 // statuses (ours: the run resolved) and both report lines, and appends a row
 // to $RXE_OUT/interop.tsv; both sides' output goes to $RXE_OUT/interop/.
 // usage: interop.js <gid-index> <first-tcp-port>   (cases on stdin:
-//        "server client size iters events" lines, server/client = ours|theirs)
+//        "server client size iters events [ud]" lines, server/client =
+//        ours|theirs; a sixth field "ud" pits `pingpong --ud` against
+//        ibv_ud_pingpong instead)
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -24,6 +26,7 @@ function options(c, port, server) {
   return {
     device: 'rxe0', ibPort: 1, gidIndex, size: c.size, iters: c.iters, rxDepth: 500, mtu: 1024, sl: 0,
     events: c.events, tcpPort: port, server, loopback: false, pipeline: 'operators', bind: '127.0.0.1', timeout: 60,
+    ud: c.ud,
   };
 }
 
@@ -31,7 +34,7 @@ function theirs(c, port, server) {
   const args = ['-d', 'rxe0', '-g', String(gidIndex), '-s', String(c.size), '-n', String(c.iters), '-p', String(port)];
   if (c.events) args.push('-e');
   if (server) args.push(server);
-  const child = spawn('ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(c.ud ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (b) => (out += b));
   child.stderr.on('data', (b) => (out += b));
@@ -104,7 +107,7 @@ async function runCase(c, port) {
     }
     srv = await server.done;
   }
-  const name = `${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
+  const name = `${c.ud ? 'ud-' : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.server.log`), srv.out);
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.client.log`), cli.out);
   const ok = srv.rc === 0 && cli.rc === 0 && reportOk(srv.out, c) && reportOk(cli.out, c);
@@ -122,8 +125,8 @@ async function runCase(c, port) {
 }
 
 async function main() {
-  const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5)
-    .map(([server, client, size, iters, events]) => ({ server, client, size: Number(size), iters: Number(iters), events: events === '1' }));
+  const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5 || f.length === 6)
+    .map(([server, client, size, iters, events, mode]) => ({ server, client, size: Number(size), iters: Number(iters), events: events === '1', ud: mode === 'ud' }));
   let port = firstPort;
   let failed = 0;
   for (const c of cases) {

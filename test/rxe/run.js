@@ -182,9 +182,11 @@ function guestExit(dir) {
 }
 
 // --- jest + interop: one guest, rxe0 on its loopback -------------------------
-const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0'];
+const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'ours theirs 1024 200 1 ud'];
 const FULL_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].flatMap((ev) => [['64', 1000], ['4096', 500], ['65536', 100]]
-  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`)));
+  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`)))
+  // ibv_ud_pingpong: both roles, polling and -e (UD messages fit the port MTU: 1024 on rxe0).
+  .concat(['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 1024 500 ${ev} ud`)));
 const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 
