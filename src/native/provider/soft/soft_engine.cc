@@ -291,8 +291,10 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
   const uint32_t rns = r->rq[ridx].nsge;
   const uint64_t need = kGrhBytes + total;
   if (need > sge_total(rsg, rns)) {
-    // A class D error: this receive fails, the QP goes on.
+    // The receive fails and the QP goes to the error state, as on rxe and
+    // mlx5 (rxe 6.1 reports the status as LOC_QP_OP_ERR).
     recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
+    qp_to_error(r, kNoEvent);
     finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
     return true;
   }

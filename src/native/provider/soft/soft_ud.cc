@@ -60,7 +60,7 @@ QpCore* ud_route(QpCore* s, const SendSlot& w) {
   DeviceCore* sdev = s->ctx->dev.get();
   if (av.port_num < 1 || av.port_num > sdev->ports.size()) return nullptr;
   if (sdev->ports[av.port_num - 1].state != port_state::ACTIVE) return nullptr;
-  const uint32_t qkey = rules::EffectiveQkey(w.remote_qkey, s->attr.qkey);
+  const uint32_t qkey = w.remote_qkey;  // sent as given (see rules/datagrams.h)
   for (auto& d : fabric().devices) {
     for (size_t p = 0; p < d->ports.size(); ++p) {
       const DeviceCore::Port& port = d->ports[p];

@@ -9,7 +9,7 @@
 // - every receive starts with 40 bytes for the GRH; byte_len counts them;
 // - a message longer than the port's MTU sends nothing and completes
 //   successfully (C10-93.1.1, as rxe does);
-// - a send qkey with the high bit set means the QP's own qkey.
+// - a send qkey travels as given, high bit included (as rxe sends it).
 #pragma once
 
 #include "soft_objects.h"
