@@ -100,10 +100,11 @@ if (ran && parts.includes('interop')) {
     addSuite('test/rxe/interop', [], 'no interop results');
     interopLine = 'interop: NO RESULTS';
   } else {
-    const who = (s) => (s === 'ours' ? 'rx-verbs' : 'ibv_rc_pingpong');
+    // UD cases (named ud-...) run against ibv_ud_pingpong.
+    const whoIn = (name) => (s) => (s === 'ours' ? 'rx-verbs' : name.startsWith('ud-') ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong');
     const head = ['server', 'client', 'size', 'iters', 'mode', 'rc s/c', 'result', 'secs', 'Mbit/s'];
-    const table = rows.map(([, server, client, size, iters, mode, src, crc, result, secs, mbit]) =>
-      [who(server), who(client), size, iters, mode, `${src}/${crc}`, result, secs, mbit]);
+    const table = rows.map(([name, server, client, size, iters, mode, src, crc, result, secs, mbit]) =>
+      [whoIn(name)(server), whoIn(name)(client), size, iters, mode, `${src}/${crc}`, result, secs, mbit]);
     const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
     const fmt = (r) => r.map((c, i) => c.padEnd(widths[i])).join('  ');
     console.log(`rxe: interop (rxe0, GID index ${(read('gid-index') ?? '?').trim()}; figures under TCG are not performance data)`);
@@ -111,7 +112,7 @@ if (ran && parts.includes('interop')) {
     for (const r of table) console.log(`  ${fmt(r)}`);
     const tests = rows.map(([name, server, client, size, iters, mode, src, crc, result, secs]) => ({
       ancestorTitles: ['interop'], title: name,
-      fullName: `interop ${who(server)} server, ${who(client)} client, ${size} B x ${iters}, ${mode}`,
+      fullName: `interop ${whoIn(name)(server)} server, ${whoIn(name)(client)} client, ${size} B x ${iters}, ${mode}`,
       status: result === 'PASS' ? 'passed' : 'failed', duration: Math.round(Number(secs) * 1000),
       failureMessages: result === 'PASS' ? [] : [`server rc ${src}, client rc ${crc}; logs: test/rxe/.cache/out/interop/${name}.*.log`],
     }));
