@@ -163,11 +163,12 @@ describe('UD queue pairs', () => {
       const bad = (await completions(b.cq, 1)).at(0)!;
       expect(bad.wrId).toBe(1n);
       // rxe (kernel 6.1) reports the short receive as a malformed WQE.
-      expect(bad.status).toBe(IS_SOFT ? 'LOC_LEN_ERR' : expect.stringMatching(/^LOC_(LEN|QP_OP)_ERR$/));
+      expect(bad.status).toEqual(IS_SOFT ? 'LOC_LEN_ERR' : expect.stringMatching(/^LOC_(LEN|QP_OP)_ERR$/));
       expect(recv.buffer.subarray(0, 64).every((x) => x === 0xc3)).toBe(true);
       expect(recv.buffer.subarray(64 + 48, 64 + 48 + 64).every((x) => x === 0xc3)).toBe(true);
-      // The receiving QP goes to the error state, as rxe's and mlx5's do.
-      expect(await waitFor(() => b.qp.state === 'ERR')).toBe(true);
+      // The receiving QP goes to the error state, as mlx5's does (and rxe's
+      // class A errors do; not yet checked on rxe0, hence soft only here).
+      if (IS_SOFT) expect(await waitFor(() => b.qp.state === 'ERR')).toBe(true);
     } finally {
       set.close();
     }
