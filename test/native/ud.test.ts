@@ -327,8 +327,10 @@ describe('UD queue pairs', () => {
           const grh = decodeGrh(sbuf.buffer.subarray(at, at + GRH), ipv4);
           const hex = grh.sgid.toString('hex').match(/.{4}/g)!.join(':');
           const ah = set.pd.createAh({ gid: hex, gidIndex: UD_GID_INDEX });
-          reply.buffer.writeUInt32LE(sbuf.buffer.readUInt32LE(at + GRH) + 1, 0);
-          server.qp.postSend({ wrId: 100, sg: { mr: reply, length: 4 }, ah, remoteQpn: wc.srcQp, remoteQkey: QKEY, inline: false });
+          // One reply slot per receive: the device reads a send's buffer when it runs.
+          const slot = 4 * Number(wc.wrId);
+          reply.buffer.writeUInt32LE(sbuf.buffer.readUInt32LE(at + GRH) + 1, slot);
+          server.qp.postSend({ wrId: 100, sg: { mr: reply, offset: slot, length: 4 }, ah, remoteQpn: wc.srcQp, remoteQkey: QKEY });
           ah.close();
         });
       try {
