@@ -24,6 +24,7 @@
       "src/native/provider/ibverbs/ibverbs_objects.cc",
       "src/native/provider/ibverbs/ibverbs_provider.cc",
       "src/native/provider/ibverbs/ibverbs_srq.cc",
+      "src/native/provider/ibverbs/ibverbs_ud.cc",
       "src/native/provider/soft/soft_async.cc",
       "src/native/provider/soft/soft_channel.cc",
       "src/native/provider/soft/soft_cm_bridge.cc",
@@ -37,7 +38,10 @@
       "src/native/provider/soft/soft_pd.cc",
       "src/native/provider/soft/soft_qp.cc",
       "src/native/provider/soft/soft_srq.cc",
+      "src/native/provider/soft/soft_ah.cc",
+      "src/native/provider/soft/soft_ud.cc",
       "src/native/rules/children.cc",
+      "src/native/rules/datagrams.cc",
       "src/native/rules/refusals.cc",
       "src/native/rules/work_requests.cc",
       "src/native/util/batch_slab.cc",
@@ -86,6 +90,8 @@
         "src/native/poller.cc",
         "src/native/qp.cc",
         "src/native/srq.cc",
+        "src/native/ah.cc",
+        "src/native/ud_wrs.cc",
         "src/native/wr_codec.cc",
         "<@(rxv_provider_sources)"
       ]

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "ah.h"
 #include "channel.h"
 #include "cm/cm_channel.h"
 #include "cm/cm_id.h"
@@ -43,7 +44,7 @@ namespace {
 constexpr napi_type_tag kTags[] = {ContextWrap::kTypeTag, PdWrap::kTypeTag, MrWrap::kTypeTag,
                                    ChannelWrap::kTypeTag, CqWrap::kTypeTag, QpWrap::kTypeTag,
                                    FaultsWrap::kTypeTag, CmChannelWrap::kTypeTag,
-                                   CmIdWrap::kTypeTag, SrqWrap::kTypeTag};
+                                   CmIdWrap::kTypeTag, SrqWrap::kTypeTag, AhWrap::kTypeTag};
 constexpr bool TagsDistinct() {
   constexpr size_t n = sizeof kTags / sizeof kTags[0];
   for (size_t i = 0; i < n; i++) {
@@ -69,6 +70,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   cq_ctor = Napi::Persistent(CqWrap::Init(env));
   qp_ctor = Napi::Persistent(QpWrap::Init(env));
   srq_ctor = Napi::Persistent(SrqWrap::Init(env));
+  ah_ctor = Napi::Persistent(AhWrap::Init(env));
   faults_ctor = Napi::Persistent(FaultsWrap::Init(env));
   cm_channel_ctor = Napi::Persistent(CmChannelWrap::Init(env));
   cm_id_ctor = Napi::Persistent(CmIdWrap::Init(env));
@@ -86,6 +88,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
                   InstanceValue("Cq", cq_ctor.Value()),
                   InstanceValue("Qp", qp_ctor.Value()),
                   InstanceValue("Srq", srq_ctor.Value()),
+                  InstanceValue("Ah", ah_ctor.Value()),
                   InstanceValue("Faults", faults_ctor.Value()),
                   InstanceMethod<&Addon::CreateCmChannel>("createCmChannel"),
                   InstanceMethod<&Addon::RdmacmStatus>("rdmacmStatus"),

@@ -40,6 +40,7 @@ class Addon : public Napi::Addon<Addon> {
   Napi::FunctionReference cq_ctor;
   Napi::FunctionReference qp_ctor;
   Napi::FunctionReference srq_ctor;
+  Napi::FunctionReference ah_ctor;
   Napi::FunctionReference faults_ctor;
   Napi::FunctionReference cm_channel_ctor;
   Napi::FunctionReference cm_id_ctor;

@@ -96,6 +96,8 @@ export interface NativeQpAttr {
   timeout?: number;
   retryCnt?: number;
   rnrRetry?: number;
+  /** UD: the QP's qkey. */
+  qkey?: number;
   ah?: {
     dlid?: number;
     sl?: number;
@@ -189,9 +191,38 @@ export declare class NativePd {
   registerMemory(buffer: ArrayBufferView | ArrayBuffer, access: number): NativeMr;
   /** Page-aligned memory the library owns, registered; `buffer` views it. */
   allocMemory(size: number, access: number): { mr: NativeMr; buffer: ArrayBuffer };
-  createQp(sendCq: NativeCq, recvCq: NativeCq, cap?: Partial<NativeQpCap>, sqSigAll?: boolean, srq?: NativeSrq | null): NativeQp;
+  /** `type` is `ibv_qp_type`: 2 (RC, the default) or 4 (UD). */
+  createQp(
+    sendCq: NativeCq,
+    recvCq: NativeCq,
+    cap?: Partial<NativeQpCap>,
+    sqSigAll?: boolean,
+    srq?: NativeSrq | null,
+    type?: number,
+  ): NativeQp;
   /** `ibv_create_srq`; a non-zero `limit` arms the limit event at once. */
   createSrq(maxWr: number, maxSge: number, limit: number): NativeSrq;
+  /** `ibv_create_ah`; a `dgid` makes the address global (a GRH). */
+  createAh(address: NativeAddress): NativeAh;
+  close(): void;
+}
+
+/** An address vector (`ibv_ah_attr`) as the addon reads it. */
+export interface NativeAddress {
+  portNum?: number;
+  dlid?: number;
+  sl?: number;
+  dgid?: string;
+  sgidIndex?: number;
+  hopLimit?: number;
+  trafficClass?: number;
+  flowLabel?: number;
+}
+
+/** An address handle. */
+export declare class NativeAh {
+  private constructor();
+  readonly closed: boolean;
   close(): void;
 }
 
@@ -260,7 +291,11 @@ export declare class NativeQp {
   readonly cap: NativeQpCap;
   readonly closed: boolean;
   modify(attr: NativeQpAttr, mask: number): void;
-  postSend(packed: ArrayBufferView | ArrayBuffer, count: number): void;
+  /**
+   * On a UD QP each WR's `rkey` field indexes `ahs` and its `remote_addr`
+   * is `remoteQpn | remoteQkey << 32` (see src/native/ud_wrs.h).
+   */
+  postSend(packed: ArrayBufferView | ArrayBuffer, count: number, ahs?: readonly NativeAh[]): void;
   postRecv(packed: ArrayBufferView | ArrayBuffer, count: number): void;
   close(): void;
 }
@@ -415,6 +450,7 @@ export interface NativeBinding {
   softCmAddresses(): Record<string, string[]>;
   CmChannel: typeof NativeCmChannel;
   CmId: typeof NativeCmId;
+  Ah: typeof NativeAh;
 }
 
 let cached: NativeBinding | undefined;

@@ -14,6 +14,7 @@ Napi::Function PdWrap::Init(Napi::Env env) {
                          InstanceMethod<&PdWrap::AllocMemory>("allocMemory"),
                          InstanceMethod<&PdWrap::CreateQp>("createQp"),
                          InstanceMethod<&PdWrap::CreateSrq>("createSrq"),
+                         InstanceMethod<&PdWrap::CreateAh>("createAh"),
                          InstanceAccessor<&PdWrap::Closed>("closed"),
                          InstanceMethod<&PdWrap::CloseJs>("close"),
                      });
@@ -144,6 +145,11 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   init.cap.max_inline_data = CapField(env, cap, "maxInlineData", 0);
   init.sq_sig_all = ArgBool(info, 3, "sqSigAll", false);
   SrqWrap* srqw = info[4].IsUndefined() || info[4].IsNull() ? nullptr : UnwrapArg<SrqWrap>(env, info[4], "srq");
+  const uint32_t type = info[5].IsUndefined() ? qp_type::RC : ArgU32(info, 5, "QP type", 0, 0xff);
+  if (type != qp_type::RC && type != qp_type::UD)
+    throw Napi::RangeError::New(env, "QP type must be 2 (RC) or 4 (UD)");
+  if (srqw && type == qp_type::UD)
+    throw ErrnoError(env, EOPNOTSUPP, "ibv_create_qp", "UD QPs on an SRQ are not supported yet: give the UD QP its own receive queue");
   Pd* pd = Checked(env, "ibv_create_qp");
   if (srqw) {
     init.srq = srqw->Checked(env, "ibv_create_qp");
@@ -156,9 +162,12 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
     throw ErrnoError(env, EINVAL, "ibv_create_qp",
                      "the CQs belong to another context than the PD");
   }
-  auto qp = Guard(env, [&] { return pd->create_rc_qp(init); });
+  auto qp = Guard(env, [&] {
+    return type == qp_type::UD ? pd->create_ud_qp(init) : pd->create_rc_qp(init);
+  });
   Napi::Object o = QpWrap::New(env, std::move(qp), Value(), this, info[0].As<Napi::Object>(),
                                info[1].As<Napi::Object>());
+  QpWrap::Unwrap(o)->set_type(type);
   if (srqw) SetHidden(o, "__rxvSrq", info[4]);  // the QP keeps its SRQ alive
   return o;
 }

@@ -49,6 +49,7 @@ class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
   Napi::Value AllocMemory(const Napi::CallbackInfo& info);
   Napi::Value CreateQp(const Napi::CallbackInfo& info);
   Napi::Value CreateSrq(const Napi::CallbackInfo& info);
+  Napi::Value CreateAh(const Napi::CallbackInfo& info);  // ah.cc
   Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value CloseJs(const Napi::CallbackInfo& info);
 

@@ -6,6 +6,7 @@
 #include "mr.h"
 #include "pd.h"
 #include "util/js_values.h"
+#include "ud_wrs.h"
 #include "wr_codec.h"
 
 namespace rxv {
@@ -128,6 +129,7 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   a.timeout = static_cast<uint8_t>(Field(env, o, "timeout", 14, 31));
   a.retry_cnt = static_cast<uint8_t>(Field(env, o, "retryCnt", 7, 7));
   a.rnr_retry = static_cast<uint8_t>(Field(env, o, "rnrRetry", 7, 7));
+  a.qkey = Field(env, o, "qkey", 0, 0xffffffff);
   Napi::Value ahv = o.Get("ah");
   if (ahv.IsObject()) {
     Napi::Object ah = ahv.As<Napi::Object>();
@@ -230,9 +232,11 @@ Napi::Value QpWrap::PostSend(const Napi::CallbackInfo& info) {
   size_t len = 0;
   BufferArg(info, &data, &len);
   uint32_t count = ArgU32(info, 1, "count", 1, 1u << 20);
+  std::vector<AhWrap*> ahs = ReadAhs(env, info[2]);
   Qp* qp = Checked(env, "ibv_post_send");
   std::string bad = DecodeSendWrs(data, len, count, &send_wrs_);
   if (!bad.empty()) throw Napi::RangeError::New(env, bad);
+  if (type_ == qp_type::UD) ResolveUdWrs(env, ahs, &send_wrs_, count);
   // Inline data is copied from user addresses at post time, before any key
   // check a device could make: prove here it lies inside this PD's memory.
   for (uint32_t i = 0; i < count; i++) {

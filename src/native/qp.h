@@ -29,6 +29,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   QpWrap& operator=(const QpWrap&) = delete;
 
   void Close(bool force) override;
+  void set_type(uint32_t type) { type_ = type; }
 
  private:
   friend class CmIdWrap;  // cm/cm_id.cc moves QPs as the CM says (modifyQp)
@@ -49,6 +50,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   std::unique_ptr<Qp> qp_;
   PdWrap* pdw_ = nullptr;
   uint32_t qp_num_ = 0;
+  uint32_t type_ = qp_type::RC;
   std::vector<SendWr> send_wrs_;  // reused between posts
   std::vector<RecvWr> recv_wrs_;
 };

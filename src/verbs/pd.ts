@@ -6,12 +6,16 @@ import { Children } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
 import { CreateSrqOptions, Srq } from './srq';
+import { UdQp } from './ud-qp';
+import { Ah, AhOptions, createAh } from './ah';
 import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from './validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
-  /** Only `'RC'` (reliable connected) today. */
-  type?: 'RC';
+  /** `'RC'` (reliable connected, the default) or `'UD'` (unreliable datagram; needs `qkey`). */
+  type?: 'RC' | 'UD';
+  /** UD: the QP's qkey (32 bits); datagrams must carry it to be accepted. */
+  qkey?: number;
   sendCq: Cq;
   recvCq: Cq;
   cap?: QpCapOptions;
@@ -25,7 +29,7 @@ export interface CreateQpOptions {
   srq?: Srq;
 }
 
-const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll', 'srq'] as const;
+const CREATE_QP_KEYS = ['type', 'sendCq', 'recvCq', 'cap', 'sqSigAll', 'srq', 'qkey'] as const;
 const CREATE_SRQ_KEYS = ['maxWr', 'maxSge', 'limit'] as const;
 const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxInlineData'] as const;
 
@@ -110,19 +114,29 @@ export class Pd {
     return this.children.add('MR', new Mr(mr, this, Buffer.from(buffer)));
   }
 
-  /** Creates a queue pair (`ibv_create_qp`, RC). */
+  /**
+   * Creates a queue pair (`ibv_create_qp`): RC, or UD with
+   * `{ type: 'UD', qkey }` (a {@link UdQp}).
+   */
+  createQp(options: CreateQpOptions & { type: 'UD' }): UdQp;
+  createQp(options: CreateQpOptions): Qp;
   createQp(options: CreateQpOptions): Qp {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
     // Each field read once, into plain values, before anything native runs.
-    const { type, sendCq, recvCq, cap, sqSigAll, srq } = copyOptions(options, CREATE_QP_KEYS, 'options');
-    if ((type ?? 'RC') !== 'RC') throw new RangeError(`only RC queue pairs are supported, got ${describe(type)}`);
+    const { type, sendCq, recvCq, cap, sqSigAll, srq, qkey } = copyOptions(options, CREATE_QP_KEYS, 'options');
+    if (type !== undefined && type !== 'RC' && type !== 'UD') throw new RangeError(`type must be 'RC' or 'UD', got ${describe(type)}`);
+    const ud = type === 'UD';
+    if (ud && qkey === undefined) throw new TypeError('a UD QP needs a qkey');
+    if (!ud && qkey !== undefined) throw new TypeError('qkey is for UD QPs only');
+    const udQkey = ud ? checkInt(qkey, 'qkey', 0, 0xffffffff) : 0;
     if (!(sendCq instanceof Cq)) throw new TypeError('sendCq must be a Cq from context.createCq()');
     if (!(recvCq instanceof Cq)) throw new TypeError('recvCq must be a Cq from context.createCq()');
     const capCopy = copyOptions(cap, QP_CAP_KEYS, 'cap');
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
     if (srq !== undefined && !(srq instanceof Srq)) throw new TypeError('srq must be an Srq from pd.createSrq()');
-    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, srq?.native ?? null);
-    return this.children.add('QP', new Qp(native, this, sendCq, recvCq, srq));
+    const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, srq?.native ?? null, ud ? 4 : 2);
+    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey) : new Qp(native, this, sendCq, recvCq, srq);
+    return this.children.add('QP', qp);
   }
 
   /**
@@ -147,6 +161,19 @@ export class Pd {
     return this.children.add('SRQ', new Srq(native, this));
   }
 
+  /**
+   * Creates an address handle (`ibv_create_ah`): a destination for UD sends,
+   * by LID or, with `gid` (required on RoCE), by GID with a GRH.
+   * @example
+   * ```ts
+   * const ah = pd.createAh({ gid: peer.gid, gidIndex: 0 });
+   * qp.postSend({ wrId: 1, sg: { mr, length: 64 }, ah, remoteQpn: peer.qpNum, remoteQkey: 0x11111111 });
+   * ```
+   */
+  createAh(address: AhOptions): Ah {
+    return this.children.add('AH', createAh(this, address));
+  }
+
   /** Closes its QPs and MRs in the teardown order, then deallocates (`ibv_dealloc_pd`). Idempotent. */
   close(): void {
     if (this.native.closed) return;
@@ -156,7 +183,7 @@ export class Pd {
   }
 
   /** @internal */
-  forget(child: Mr | Qp | Srq): void {
+  forget(child: Mr | Qp | Srq | Ah): void {
     this.children.delete(child);
   }
 }

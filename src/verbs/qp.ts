@@ -1,4 +1,4 @@
-import type { NativeQp, NativeQpCap } from '../native/binding';
+import type { NativeAh, NativeQp, NativeQpCap } from '../native/binding';
 import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from '../core/constants';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
@@ -211,9 +211,15 @@ export class Qp {
    * `ENOMEM` and `err.badWr` says which WR was not posted.
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
-    const { bytes, count } = encoder.encodeSend(Array.isArray(wr) ? wr : [wr as SendWr]);
+    const ahs: NativeAh[] | undefined = this.datagrams ? [] : undefined;
+    const { bytes, count } = encoder.encodeSend(Array.isArray(wr) ? wr : [wr as SendWr], ahs);
     if (count === 0) return;
-    this.native.postSend(bytes, count);
+    this.native.postSend(bytes, count, ahs);
+  }
+
+  /** @internal True for a UD QP: its sends name an address handle. */
+  protected get datagrams(): boolean {
+    return false;
   }
 
   /** Posts one or more receive work requests (`ibv_post_recv`). */

@@ -1,4 +1,7 @@
+import type { NativeAh } from '../native/binding';
+import type { Ah } from './ah';
 import { Mr } from './mr';
+import { packUdTarget } from './ud-target';
 import { WR_OPCODES, WrOpcode } from '../core/constants';
 import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
 
@@ -46,6 +49,12 @@ export interface SendWr {
   imm?: number;
   /** The peer's memory for RDMA operations. */
   remote?: { addr: bigint | number; rkey: number };
+  /** UD only: where the datagram goes (required on a UD QP). */
+  ah?: Ah;
+  /** UD only: the destination QP number. */
+  remoteQpn?: number;
+  /** UD only: the destination's qkey (high bit set: this QP's own qkey). */
+  remoteQkey?: number;
 }
 
 /** A receive work request (`ibv_recv_wr`). */
@@ -92,9 +101,13 @@ export class WrEncoder {
   private buf = new ArrayBuffer(4096);
   private view = new DataView(this.buf);
 
-  /** Packs send WRs; returns the bytes to hand to `postSend` and how many WRs they hold. */
-  encodeSend(wrs: readonly SendWr[]): { bytes: Uint8Array; count: number } {
-    const list = Array.from(wrs, readSend);
+  /**
+   * Packs send WRs; returns the bytes to hand to `postSend` and how many WRs
+   * they hold. With `ahs` (a UD QP's post) every WR must name a destination,
+   * and the address handles they use are collected there.
+   */
+  encodeSend(wrs: readonly SendWr[], ahs?: NativeAh[]): { bytes: Uint8Array; count: number } {
+    const list = Array.from(wrs, (wr, i) => readSend(wr, i, ahs));
     let at = 0;
     for (const wr of list) {
       this.reserve(at + SEND_HEADER + wr.sges.length * SGE_BYTES);
@@ -145,10 +158,11 @@ export class WrEncoder {
   }
 }
 
-function readSend(wr: SendWr, i: number): ResolvedSend {
+function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   const where = `wr[${i}]`;
   checkObject(wr, where);
   const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote } = wr;
+  const { ah, remoteQpn, remoteQkey } = wr;
   const wrId = checkU64(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
@@ -165,12 +179,14 @@ function readSend(wr: SendWr, i: number): ResolvedSend {
   if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
   let remoteAddr = 0n;
   let rkey = 0;
-  if (opcodeName.startsWith('RDMA_')) {
+  if (!ahs && opcodeName.startsWith('RDMA_')) {
     const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
     const { addr, rkey: rawRkey } = remote;
     remoteAddr = checkU64(addr, `${where}.remote.addr`);
     rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
   }
+  if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
+  else if (ah !== undefined) throw new TypeError(`${where}.ah is for UD queue pairs only`);
   return { wrId, remoteAddr, opcode, flags, imm, rkey, sges };
 }
 

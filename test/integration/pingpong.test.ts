@@ -45,6 +45,26 @@ describe('rx-verbs pingpong --loopback on soft0', () => {
     expectReports(r.stdout, size as number, iters as number);
   });
 
+  it.each([
+    ['--ud, polling', [], 1024, 300],
+    ['--ud, events, operators pipeline', ['-e'], 1024, 300],
+    ['--ud, events, native pipeline, global addresses', ['-e', '--pipeline', 'native', '-g', '0'], 4096, 200],
+  ])('%s: ibv_ud_pingpong\'s lines (a colon before the local GID)', async (_name, extra, size, iters) => {
+    const r = await cli(['--loopback', '--ud', '-d', 'soft0', '-p', '0', '-s', String(size), '-n', String(iters), ...(extra as string[])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const side of ['server', 'client']) {
+      expect(r.stdout).toMatch(new RegExp(`^\\[${side}\\] ${(size as number) * (iters as number) * 2} bytes in \\d+\\.\\d\\d seconds = `, 'm'));
+      expect(r.stdout).toMatch(new RegExp(`^\\[${side}\\]  local address:  LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}: GID `, 'm'));
+    }
+  });
+
+  it('--ud: a size above the port MTU fails as ibv_ud_pingpong does', async () => {
+    const r = await cli(['--loopback', '--ud', '-d', 'soft0', '-p', '0', '-s', '4097', '-n', '1']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Requested size larger than port MTU \(4096\)/);
+  });
+
   it('says to use --loopback when asked to serve on a soft device', async () => {
     const r = await cli(['-d', 'soft0', '-p', '0']);
     expect(r.code).toBe(1);

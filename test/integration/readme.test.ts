@@ -70,6 +70,15 @@ describe('README', () => {
     expect(r.stdout.trim().split('\n').map((l) => Number(l.split(' ')[0])).reduce((x, y) => x + y, 0)).toBe(3);
   });
 
+  it('runs the UD example as written: the datagram arrives after its 40-byte GRH, naming its sender', async () => {
+    const block = blocks.find((b) => b.heading === '## Datagrams (UD) and address handles');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('SUCCESS 45 true true hello');
+  });
+
   it('runs the allocMemory example as written', async () => {
     const block = blocks.find((b) => b.heading === '## Registered memory');
     expect(block).toBeDefined();

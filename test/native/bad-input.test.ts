@@ -301,7 +301,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       expectThrow(() => p.ctx.native.watchAsync(bad('f')), 'TypeError');
       expectThrow(() => p.ctx.native.watchAsync(bad({})), 'TypeError');
       // Constructing native classes directly.
-      for (const C of [b.Context, b.Pd, b.Mr, b.CompletionChannel, b.Cq, b.Qp, b.Srq] as unknown as Array<new (...a: unknown[]) => unknown>) {
+      for (const C of [b.Context, b.Pd, b.Mr, b.CompletionChannel, b.Cq, b.Qp, b.Srq, b.Ah] as unknown as Array<new (...a: unknown[]) => unknown>) {
         expectThrow(() => new C(), 'TypeError');
         expectThrow(() => new C({}), 'TypeError');
         expectThrow(() => new C(1, 2, 3), 'TypeError');
@@ -322,7 +322,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
       const b = require(${JSON.stringify(loader)}).binding();
       const out = [];
       let calls = 0;
-      const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp', 'Srq'];
+      const classes = ['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp', 'Srq', 'Ah'];
       for (const name of classes) {
         const C = b[name];
         for (const key of Object.getOwnPropertyNames(C.prototype)) {

@@ -29,10 +29,10 @@ describe('receivers are type-tagged', () => {
   });
 
   it('enumerates every native class and every member, getters and setters included', () => {
-    expect(r.report!.classes).toEqual(expect.arrayContaining(['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp', 'CmChannel', 'CmId']));
+    expect(r.report!.classes).toEqual(expect.arrayContaining(['Context', 'Pd', 'Mr', 'CompletionChannel', 'Cq', 'Qp', 'CmChannel', 'CmId', 'Ah']));
     // The reproducers of issue 16, among the rest.
     expect(r.report!.members).toEqual(
-      expect.arrayContaining(['Cq.stats (getter)', 'Cq.cqe (getter)', 'CompletionChannel.budget (setter)', 'Mr.lkey (getter)', 'Qp.modify (method)', 'CmId.localAddress (getter)', 'CmId.modifyQp (method)', 'CmChannel.readEvents (method)']),
+      expect.arrayContaining(['Cq.stats (getter)', 'Cq.cqe (getter)', 'CompletionChannel.budget (setter)', 'Mr.lkey (getter)', 'Qp.modify (method)', 'CmId.localAddress (getter)', 'CmId.modifyQp (method)', 'CmChannel.readEvents (method)', 'Ah.close (method)', 'Pd.createAh (method)']),
     );
     expect(r.report!.calls).toBeGreaterThan(1000);
   });

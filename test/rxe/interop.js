@@ -7,9 +7,10 @@
 // statuses (ours: the run resolved) and both report lines, and appends a row
 // to $RXE_OUT/interop.tsv; both sides' output goes to $RXE_OUT/interop/.
 // usage: interop.js <gid-index> <first-tcp-port>   (cases on stdin:
-//        "server client size iters events [srqN]" lines, server/client =
-//        ours|theirs; a sixth field srqN makes it the --srq mode with N QPs
-//        against ibv_srq_pingpong -q N)
+//        "server client size iters events [mode]" lines, server/client =
+//        ours|theirs; a sixth field picks another ping-pong: srqN the --srq
+//        mode with N QPs against ibv_srq_pingpong -q N, "ud" `pingpong --ud`
+//        against ibv_ud_pingpong)
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -28,6 +29,7 @@ function options(c, port, server) {
     device: 'rxe0', ibPort: 1, gidIndex, size: c.size, iters: c.iters, rxDepth: 500, mtu: 1024, sl: 0,
     events: c.events, tcpPort: port, server, loopback: false, pipeline: 'operators', bind: '127.0.0.1', timeout: 60,
     srq: c.numQp > 0, numQp: c.numQp || 16,
+    ud: c.ud,
   };
 }
 
@@ -36,7 +38,7 @@ function theirs(c, port, server) {
   if (c.events) args.push('-e');
   if (c.numQp) args.push('-q', String(c.numQp));
   if (server) args.push(server);
-  const child = spawn(c.numQp ? 'ibv_srq_pingpong' : 'ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(c.numQp ? 'ibv_srq_pingpong' : c.ud ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (b) => (out += b));
   child.stderr.on('data', (b) => (out += b));
@@ -105,11 +107,11 @@ async function runCase(c, port) {
     if (await listening(port, 30_000)) {
       cli = await ours(c, port, '127.0.0.1');
     } else {
-      cli = { rc: 125, out: `not started: ${c.numQp ? 'ibv_srq_pingpong' : 'ibv_rc_pingpong'} did not listen within 30 s\n` };
+      cli = { rc: 125, out: `not started: ${c.numQp ? 'ibv_srq_pingpong' : c.ud ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong'} did not listen within 30 s\n` };
     }
     srv = await server.done;
   }
-  const name = `${c.numQp ? `srq${c.numQp}-` : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
+  const name = `${c.numQp ? `srq${c.numQp}-` : ''}${c.ud ? 'ud-' : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.server.log`), srv.out);
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.client.log`), cli.out);
   const ok = srv.rc === 0 && cli.rc === 0 && reportOk(srv.out, c) && reportOk(cli.out, c);
@@ -128,8 +130,10 @@ async function runCase(c, port) {
 
 async function main() {
   const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5 || f.length === 6)
-    .map(([server, client, size, iters, events, srq]) => ({
-      server, client, size: Number(size), iters: Number(iters), events: events === '1', numQp: srq ? Number(srq.replace(/^srq/, '')) : 0,
+    .map(([server, client, size, iters, events, mode]) => ({
+      server, client, size: Number(size), iters: Number(iters), events: events === '1',
+      numQp: /^srq\d+$/.test(mode || '') ? Number(mode.replace(/^srq/, '')) : 0,
+      ud: mode === 'ud',
     }));
   let port = firstPort;
   let failed = 0;

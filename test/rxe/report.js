@@ -100,8 +100,10 @@ if (ran && parts.includes('interop')) {
     addSuite('test/rxe/interop', [], 'no interop results');
     interopLine = 'interop: NO RESULTS';
   } else {
-    // srqN-... rows are the --srq mode against ibv_srq_pingpong
-    const who = (s, name) => (s === 'ours' ? 'rx-verbs' : /^srq\d/.test(name) ? 'ibv_srq_pingpong' : 'ibv_rc_pingpong');
+    // srqN-... rows are the --srq mode against ibv_srq_pingpong, ud-... rows
+    // `pingpong --ud` against ibv_ud_pingpong.
+    const who = (s, name) =>
+      s === 'ours' ? 'rx-verbs' : /^srq\d/.test(name) ? 'ibv_srq_pingpong' : name.startsWith('ud-') ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong';
     const head = ['server', 'client', 'size', 'iters', 'mode', 'rc s/c', 'result', 'secs', 'Mbit/s'];
     const table = rows.map(([name, server, client, size, iters, mode, src, crc, result, secs, mbit]) =>
       [who(server, name), who(client, name), size, iters, mode, `${src}/${crc}`, result, secs, mbit]);

@@ -184,9 +184,11 @@ function guestExit(dir) {
 // --- jest + interop: one guest, rxe0 on its loopback -------------------------
 // ibv_srq_pingpong's mode (--srq, 4 QPs on one SRQ) against ibv_srq_pingpong.
 const SRQ_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 4096 400 ${ev} srq4`));
-const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'theirs ours 4096 200 1 srq4'];
+// ibv_ud_pingpong: both roles, polling and -e (UD messages fit the port MTU: 1024 on rxe0).
+const UD_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 1024 500 ${ev} ud`));
+const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'theirs ours 4096 200 1 srq4', 'ours theirs 1024 200 1 ud'];
 const FULL_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].flatMap((ev) => [['64', 1000], ['4096', 500], ['65536', 100]]
-  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`))).concat(SRQ_INTEROP);
+  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`))).concat(SRQ_INTEROP, UD_INTEROP);
 const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 

@@ -9,7 +9,7 @@ export const OPTIONS = {
   port: { short: 'p', type: 'number', help: 'listen on/connect to TCP port', default: 18515 },
   'ib-dev': { short: 'd', type: 'string', help: 'use RDMA device (default: first real device, else soft0)' },
   'ib-port': { short: 'i', type: 'number', help: 'use port of the device', default: 1 },
-  size: { short: 's', type: 'number', help: 'size of message to exchange', default: 4096 },
+  size: { short: 's', type: 'number', help: 'size of message to exchange (default 4096; 1024 with --ud, as ibv_ud_pingpong)' },
   mtu: { short: 'm', type: 'number', help: 'path MTU', default: 1024 },
   'rx-depth': { short: 'r', type: 'number', help: 'number of receives to post at a time', default: 500 },
   iters: { short: 'n', type: 'number', help: 'number of exchanges', default: 1000 },
@@ -17,6 +17,7 @@ export const OPTIONS = {
   events: { short: 'e', type: 'boolean', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
   'gid-idx': { short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
   pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
+  ud: { type: 'boolean', help: 'UD datagrams, as ibv_ud_pingpong (--mtu does not apply: messages are limited to the port MTU)' },
   loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
   timeout: { type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   bind: { type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
@@ -53,6 +54,8 @@ export interface PingPongOptions extends SideOptions {
   srq: boolean;
   /** With `srq`: QPs per side. */
   numQp: number;
+  /** ibv_ud_pingpong's mode. */
+  ud: boolean;
 }
 
 const MTUS = [256, 512, 1024, 2048, 4096];
@@ -68,12 +71,13 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
   // srq_pingpong's own limits: fewer than its 256-entry table, a receive per QP.
   const numQp = intIn(o['num-qp'], 'num-qp', 1, 255);
   const rxDepth = intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20);
+  if (o.srq && o.ud) throw new UsageError('--srq and --ud are two different ping-pongs: give one');
   if (o.srq && numQp > rxDepth) throw new UsageError(`rx_depth ${rxDepth} is too small for ${numQp} QPs -- must have at least one receive per QP`);
   return {
     device: o['ib-dev'] ?? defaultDevice(),
     ibPort: intIn(o['ib-port'], 'ib-port', 1, 255),
     gidIndex: o['gid-idx'] === undefined ? undefined : intIn(o['gid-idx'], 'gid-idx', 0, 255),
-    size: intIn(o.size, 'size', 1, 1 << 30),
+    size: intIn(o.size ?? (o.ud ? 1024 : 4096), 'size', 1, 1 << 30),
     iters: intIn(o.iters, 'iters', 1, 2 ** 31 - 1),
     rxDepth,
     mtu,
@@ -87,6 +91,7 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     timeout: intIn(o.timeout, 'timeout', 0, 86_400),
     srq: o.srq,
     numQp,
+    ud: o.ud,
   };
 }
 

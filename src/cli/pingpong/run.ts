@@ -1,11 +1,17 @@
 /** The three roles of `rx-verbs pingpong`: server, client, and both in one process. */
 import { eventsUntilDone, pollUntilDone } from './loops';
 import type { PingPongOptions } from './options';
-import { Side } from './side';
-import { describeDest, exchangeAsClient, listen } from './wire';
+import { makeEnd, PingPongEnd as Side } from './end';
+import { describeUdDest } from './ud-side';
+import { Dest, describeDest as describeRcDest, exchangeAsClient, listen } from './wire';
 
 /** Where the report lines go (stdout, or a test's collector). */
 export type Print = (line: string) => void;
+
+/** An address line as the mode's rdma-core program prints it. */
+function describeDest(opts: PingPongOptions, which: 'local' | 'remote', d: Dest): string {
+  return opts.ud ? describeUdDest(which, d) : describeRcDest(which, d);
+}
 
 function checkSide(side: Side, opts: PingPongOptions): void {
   if (side.ctx.provider === 'soft' && !opts.loopback) {
@@ -23,14 +29,14 @@ async function runLoop(sides: Side[], opts: PingPongOptions): Promise<void> {
 
 /** Server: wait for one client, then ping-pong. */
 export async function runServer(opts: PingPongOptions, print: Print): Promise<void> {
-  const side = new Side(opts);
+  const side = makeEnd(opts);
   try {
     checkSide(side, opts);
     const listener = await listen(opts.tcpPort, opts.bind);
     try {
-      print(describeDest('local', side.local));
+      print(describeDest(opts, 'local', side.local));
       const remote = await listener.exchange(side.local, (r) => side.connect(r));
-      print(describeDest('remote', remote));
+      print(describeDest(opts, 'remote', remote));
     } finally {
       listener.close();
     }
@@ -44,12 +50,12 @@ export async function runServer(opts: PingPongOptions, print: Print): Promise<vo
 
 /** Client: connect to the server at `opts.server`, then ping-pong. */
 export async function runClient(opts: PingPongOptions, print: Print): Promise<void> {
-  const side = new Side(opts);
+  const side = makeEnd(opts);
   try {
     checkSide(side, opts);
-    print(describeDest('local', side.local));
+    print(describeDest(opts, 'local', side.local));
     const remote = await exchangeAsClient(opts.server as string, opts.tcpPort, side.local);
-    print(describeDest('remote', remote));
+    print(describeDest(opts, 'remote', remote));
     side.connect(remote);
     side.start(true);
     await runLoop([side], opts);
@@ -65,10 +71,10 @@ export async function runClient(opts: PingPongOptions, print: Print): Promise<vo
  * both sides from one loop; with events each side has its own pipeline.
  */
 export async function runLoopback(opts: PingPongOptions, print: Print): Promise<void> {
-  const server = new Side(opts);
+  const server = makeEnd(opts);
   let client: Side | undefined;
   try {
-    client = new Side(opts);
+    client = makeEnd(opts);
     const listener = await listen(opts.tcpPort, '127.0.0.1');
     let serverRemote;
     let clientRemote;
@@ -80,10 +86,10 @@ export async function runLoopback(opts: PingPongOptions, print: Print): Promise<
       listener.close();
     }
     client.connect(clientRemote);
-    print(`[server]${describeDest('local', server.local)}`);
-    print(`[server]${describeDest('remote', serverRemote)}`);
-    print(`[client]${describeDest('local', client.local)}`);
-    print(`[client]${describeDest('remote', clientRemote)}`);
+    print(`[server]${describeDest(opts, 'local', server.local)}`);
+    print(`[server]${describeDest(opts, 'remote', serverRemote)}`);
+    print(`[client]${describeDest(opts, 'local', client.local)}`);
+    print(`[client]${describeDest(opts, 'remote', clientRemote)}`);
     server.start(false);
     client.start(true);
     await runLoop([server, client], opts);

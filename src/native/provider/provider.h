@@ -95,8 +95,16 @@ enum : uint32_t { NOP = 0, DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER };
 namespace link_layer {
 enum : uint32_t { UNSPECIFIED = 0, INFINIBAND = 1, ETHERNET = 2 };
 }
+// ibv_qp_type values.
+namespace qp_type {
+enum : uint32_t { RC = 2, UD = 4 };
+}
+// Bytes in front of every UD receive: the GRH (or the IP header on RoCE).
+constexpr uint32_t kGrhBytes = 40;
 
 // ---- plain data ------------------------------------------------------------
+class Ah;
+
 struct Wc {
   uint64_t wr_id = 0;
   uint32_t status = 0;
@@ -123,6 +131,11 @@ struct SendWr {
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   std::vector<Sge> sg;
+  // UD only (ibv_send_wr's wr.ud): where the datagram goes. `ah` is the
+  // provider's own Ah of the QP's PD, or null (refused at post).
+  Ah* ah = nullptr;
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
 };
 
 struct RecvWr {
@@ -178,6 +191,7 @@ struct QpAttr {
   uint8_t retry_cnt = 7;
   uint8_t rnr_retry = 7;
   AddressVector ah;
+  uint32_t qkey = 0;  // UD
 };
 
 struct DeviceAttr {
@@ -326,6 +340,17 @@ class Srq {
   void* user = nullptr;
 };
 
+// An address handle (ibv_ah): where UD datagrams go. Providers copy its
+// address into each WR at post time (as hardware copies it into the WQE), so
+// destroying it never races a posted WR; nothing counts its users.
+class Ah {
+ public:
+  virtual ~Ah() = default;
+  virtual const AddressVector& av() const = 0;
+  virtual void destroy() = 0;  // ibv_destroy_ah
+  void* user = nullptr;
+};
+
 class Pd {
  public:
   virtual ~Pd() = default;
@@ -345,7 +370,10 @@ class Pd {
   virtual std::unique_ptr<Qp> create_rc_qp(const QpInit& init) = 0;
   // ibv_create_srq. `attr.srq_limit` arms the limit event at once.
   virtual std::unique_ptr<Srq> create_srq(const SrqAttr& attr) = 0;
-  virtual void destroy() = 0;  // EBUSY while MRs, QPs or SRQs remain
+  // A UD QP (its qkey is set by modify, from INIT on).
+  virtual std::unique_ptr<Qp> create_ud_qp(const QpInit& init) = 0;
+  virtual std::unique_ptr<Ah> create_ah(const AddressVector& av) = 0;
+  virtual void destroy() = 0;  // EBUSY while MRs, QPs, SRQs or AHs remain
   void* user = nullptr;
 };
 

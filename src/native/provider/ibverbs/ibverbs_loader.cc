@@ -70,6 +70,8 @@ void load(Loaded* out) {
   ok &= ResolveSymbol(handle, "ibv_modify_srq", &a.modify_srq, &missing);
   ok &= ResolveSymbol(handle, "ibv_query_srq", &a.query_srq, &missing);
   ok &= ResolveSymbol(handle, "ibv_destroy_srq", &a.destroy_srq, &missing);
+  ok &= ResolveSymbol(handle, "ibv_create_ah", &a.create_ah, &missing);
+  ok &= ResolveSymbol(handle, "ibv_destroy_ah", &a.destroy_ah, &missing);
   if (!ok) {
     out->why = std::string(file) + " is too old or not rdma-core's (missing " +
                missing + "): install rdma-core's libibverbs1";

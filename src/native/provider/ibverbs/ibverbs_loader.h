@@ -67,6 +67,9 @@ struct Api {
   int (*modify_srq)(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
   int (*query_srq)(ibv_srq* srq, ibv_srq_attr* attr);
   int (*destroy_srq)(ibv_srq* srq);
+  // Address handles (UD).
+  ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
+  int (*destroy_ah)(ibv_ah* ah);
 };
 
 // The loaded table, or nullptr when libibverbs cannot be used; then *why

@@ -1,5 +1,6 @@
 // Channel, CQ, MR, PD and QP of the ibverbs provider.
 #include "ibverbs_objects.h"
+#include "ibverbs_ud.h"
 #include "rules/refusals.h"
 #include "rules/work_requests.h"
 
@@ -56,6 +57,8 @@ void ContextState::forget_parent_locked(const void* p) noexcept {
     if (s->pd_ == p) s->pd_ = nullptr;
   for (IbvMr* m : children.List<IbvMr>(Kind::kMr))
     if (m->pd_ == p) m->pd_ = nullptr;
+  for (IbvAh* a : children.List<IbvAh>(Kind::kAh))
+    if (a->pd_ == p) a->pd_ = nullptr;
   for (IbvCq* c : children.List<IbvCq>(Kind::kCq))
     if (c->channel_ == p) c->channel_ = nullptr;
   for (OrphanCq& o : orphan_cqs)
@@ -313,6 +316,10 @@ std::unique_ptr<Mr> IbvPd::reg_mr(void* addr, size_t length,
 }
 
 std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
+  return create_qp_of_type(init, qp_type::RC);
+}
+
+std::unique_ptr<Qp> IbvPd::create_qp_of_type(const QpInit& init, uint32_t type) {
   if (pd_ == nullptr) fail_closed("ibv_create_qp");
   IbvCq* scq;
   IbvCq* rcq;
@@ -346,13 +353,14 @@ std::unique_ptr<Qp> IbvPd::create_rc_qp(const QpInit& init) {
   ia.cap.max_send_sge = init.cap.max_send_sge;
   ia.cap.max_recv_sge = srq != nullptr ? 0 : init.cap.max_recv_sge;
   ia.cap.max_inline_data = init.cap.max_inline_data;
-  ia.qp_type = IBV_QPT_RC;
+  ia.qp_type = static_cast<ibv_qp_type>(type);
+  qp->type = type;
   ia.sq_sig_all = init.sq_sig_all ? 1 : 0;
   errno = 0;
   ibv_qp* raw = st_->api->create_qp(pd_, &ia);
   if (raw == nullptr)
     fail(errno, "ibv_create_qp",
-         "RC QP with max_send_wr " + std::to_string(init.cap.max_send_wr) +
+         std::string(type == qp_type::UD ? "UD" : "RC") + " QP with max_send_wr " + std::to_string(init.cap.max_send_wr) +
              ", max_recv_wr " + std::to_string(init.cap.max_recv_wr) +
              ", max_send_sge " + std::to_string(init.cap.max_send_sge) +
              ", max_recv_sge " + std::to_string(init.cap.max_recv_sge) +
@@ -441,7 +449,7 @@ void IbvQp::modify(const QpAttr& a, uint32_t mask) {
   constexpr uint32_t kSupported =
       STATE | ACCESS_FLAGS | PKEY_INDEX | PORT | AV | PATH_MTU | TIMEOUT |
       RETRY_CNT | RNR_RETRY | RQ_PSN | MAX_QP_RD_ATOMIC | MIN_RNR_TIMER |
-      SQ_PSN | MAX_DEST_RD_ATOMIC | DEST_QPN;
+      SQ_PSN | MAX_DEST_RD_ATOMIC | DEST_QPN | QKEY;
   if (mask & ~kSupported)
     fail(EINVAL, "ibv_modify_qp",
          "unsupported attribute mask bits " + hex(mask & ~kSupported) +
@@ -462,6 +470,7 @@ void IbvQp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & TIMEOUT) q.timeout = a.timeout;
   if (mask & RETRY_CNT) q.retry_cnt = a.retry_cnt;
   if (mask & RNR_RETRY) q.rnr_retry = a.rnr_retry;
+  if (mask & QKEY) q.qkey = a.qkey;
   if (mask & AV) {
     ibv_ah_attr& ah = q.ah_attr;
     ah.dlid = a.ah.dlid;
@@ -500,6 +509,7 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   for (; lim < n; ++lim) {
     const SendWr& w = wrs[lim];
     if (rules::MalformedSendWr(w) || w.sg.size() > 0x7fffffffu) break;
+    if (type == qp_type::UD && ud_refuse(w, qp_->pd)) break;
     total_sge += w.sg.size();
   }
   if (lim > 0) {
@@ -531,6 +541,7 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
         d.wr.rdma.remote_addr = w.remote_addr;
         d.wr.rdma.rkey = w.rkey;
       }
+      if (type == qp_type::UD) ud_address(w, &d);
     }
     ibv_send_wr* bad_wr = nullptr;
     int ret = ibv_post_send(qp_, send_wrs_.data(), &bad_wr);  // inline (ops)
@@ -549,6 +560,7 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   if (lim < n) {
     if (bad != nullptr) *bad = lim;
     const char* why = rules::MalformedSendWr(wrs[lim]);
+    if (!why && type == qp_type::UD) why = ud_refuse(wrs[lim], qp_->pd);
     fail(EINVAL, "ibv_post_send",
          "WR " + std::to_string(lim) + ": " + (why ? why : "too many SGEs"));
   }

@@ -164,6 +164,7 @@ class IbvMr final : public Mr, public IbvChild {
 class IbvQp final : public Qp, public IbvChild {
  public:
   IbvQp(StatePtr st, IbvPd* pd, IbvCq* send_cq, IbvCq* recv_cq);
+  uint32_t type = qp_type::RC;  // set before attach
   ~IbvQp() override;
   void attach(ibv_qp* qp, const ibv_qp_cap& cap);
 
@@ -203,6 +204,9 @@ class IbvPd final : public Pd, public IbvChild {
                              uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
   std::unique_ptr<Srq> create_srq(const SrqAttr& attr) override;  // ibverbs_srq.cc
+  std::unique_ptr<Qp> create_ud_qp(const QpInit& init) override;   // ibverbs_ud.cc
+  std::unique_ptr<Ah> create_ah(const AddressVector& av) override;  // ibverbs_ud.cc
+  std::unique_ptr<Qp> create_qp_of_type(const QpInit& init, uint32_t type);
   void destroy() override;
 
   ibv_pd* raw() const { return pd_; }

@@ -264,6 +264,11 @@ struct SendSlot {
   uint32_t rkey = 0;
   uint32_t nsge = 0;
   uint32_t inline_len = 0;
+  // UD: the address handle's address, copied at post (the AH may go before
+  // the WR runs), and the destination QP and qkey.
+  AddressVector av;
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
 };
 struct RecvSlot {
   uint64_t wr_id = 0;
@@ -279,6 +284,7 @@ struct QpCore : ChildCore {
   std::shared_ptr<SrqCore> srq;  // receives come from it when set (own RQ empty)
   Qp* handle = nullptr;
   uint32_t qpn = 0;
+  uint32_t type = qp_type::RC;  // set before the QP is published; then fixed
   QpCap cap;
   bool sig_all = false;
 

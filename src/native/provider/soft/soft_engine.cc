@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "soft_ud.h"
 
 namespace rxv {
 namespace soft {
@@ -195,7 +196,8 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
 // Consumes the responder's head receive WR if it is still the one with
 // `seq` (a copy outside G may have seen it flushed); false when it is not.
 bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t opcode,
-                   uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited) {
+                   uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited,
+                   uint32_t flags = 0) {
   RecvSlot w;
   if (r->srq) {
     if (!srq_take(r->srq.get(), seq, &w)) return false;
@@ -214,9 +216,10 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
   wc.src_qp = s->qpn;
   if (status == wc_status::SUCCESS) {
     wc.byte_len = byte_len;
+    wc.wc_flags = flags;
     if (has_imm) {
       wc.imm = imm;
-      wc.wc_flags = wc_flag::WITH_IMM;
+      wc.wc_flags |= wc_flag::WITH_IMM;
     }
   }
   stage(r->rcq.get(), wc, solicited, true);
@@ -262,6 +265,73 @@ bool rnr(QpCore* s, QpCore* r, uint64_t seq) {
   return true;
 }
 
+// The scatter list `sg` less its first `skip` bytes, into `out`.
+void sg_skip(const Sge* sg, uint32_t n, uint64_t skip, std::vector<Sge>* out) {
+  out->clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    Sge e = sg[i];
+    const uint64_t k = std::min<uint64_t>(skip, e.length);
+    e.addr += k;
+    e.length -= uint32_t(k);
+    skip -= k;
+    if (e.length) out->push_back(e);
+  }
+}
+
+// A UD datagram (soft_ud.h says what the model follows). The sender's
+// completion is SUCCESS whatever happens past its own port; the receiver's
+// receive completes only when the datagram was accepted. UD messages are
+// at most one MTU, so the copy always runs under G.
+bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint64_t total) {
+  const bool sol = w.flags & send_flag::SOLICITED;
+  const bool imm = w.opcode == wr_opcode::SEND_WITH_IMM;
+  if (total > ud_mtu_bytes(s)) {
+    finish(s, w.seq, wc_status::SUCCESS, 0);  // nothing is sent (C10-93.1.1)
+    return true;
+  }
+  QpCore* r = ud_route(s, w);
+  uint32_t ridx;
+  uint64_t rseq;
+  if (!r || !recv_head(r, &ridx, &rseq)) {  // UD has no RNR: dropped
+    finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+    return true;
+  }
+  const Sge* rsg = r->rq_sges(ridx);
+  const uint32_t rns = r->rq[ridx].nsge;
+  const uint64_t need = kGrhBytes + total;
+  if (need > sge_total(rsg, rns)) {
+    // The receive fails and the QP goes to the error state, as on rxe and
+    // mlx5 (rxe 6.1 reports the status as LOC_QP_OP_ERR).
+    recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
+    qp_to_error(r, kNoEvent);
+    finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+    return true;
+  }
+  if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, need)) {
+    recv_complete(r, s, rseq, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
+    qp_to_error(r, kNoEvent);
+    finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+    return true;
+  }
+  uint8_t grh[kGrhBytes];
+  const bool global = ud_grh(s, w, total, imm, grh);
+  if (global) {
+    Sge g;
+    g.addr = reinterpret_cast<uint64_t>(grh);
+    g.length = kGrhBytes;
+    sg_copy(&g, rsg, kGrhBytes);
+  }
+  if (total) {
+    static thread_local std::vector<Sge> payload_dst;
+    sg_skip(rsg, rns, kGrhBytes, &payload_dst);
+    sg_copy(lsg, payload_dst.data(), total);
+  }
+  recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(need), imm, w.imm, sol,
+                global ? uint32_t(wc_flag::GRH) : 0u);
+  finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+  return true;
+}
+
 // Executes the head WR of s (G held through gl; it may be released for the
 // copy). Returns false when it must wait (RNR). Adds the bytes it moved to
 // *moved.
@@ -296,6 +366,7 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
     finish(s, w.seq, wc_status::LOC_PROT_ERR, 0);
     return true;
   }
+  if (s->type == qp_type::UD) return execute_ud(s, w, lsg, lns, total);
   QpCore* r = route(s);
   if (!r) {
     // Nobody answers: real hardware retries retry_cnt times, then gives up.

@@ -118,6 +118,7 @@ static QpCore* resolve(QpCore* s) {
       auto it = d->qps.find(s->attr.dest_qp_num);
       if (it == d->qps.end()) return nullptr;
       QpCore* r = it->second;
+      if (r->type != s->type) return nullptr;  // an RC QP never answers a UD one
       if (r->state != qp_state::RTR && r->state != qp_state::RTS) return nullptr;
       if (r->attr.port_num != p + 1) return nullptr;
       if (r->ctx->fatal.load(std::memory_order_relaxed)) return nullptr;

@@ -81,6 +81,8 @@ class SoftPd final : public Pd {
   std::unique_ptr<Mr> reg_mr(void* addr, size_t length, uint32_t access) override;
   std::unique_ptr<Qp> create_rc_qp(const QpInit& init) override;
   std::unique_ptr<Srq> create_srq(const SrqAttr& attr) override;
+  std::unique_ptr<Qp> create_ud_qp(const QpInit& init) override;  // soft_ud_qp.cc
+  std::unique_ptr<Ah> create_ah(const AddressVector& av) override;  // soft_ah.cc
   void destroy() override;
   std::shared_ptr<PdCore> core;
 };
@@ -121,7 +123,8 @@ class SoftContext final : public Context, public Faults {
 
 // Helpers shared by the handle files.
 std::unique_ptr<Context> open_context(const std::string& name);
-std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init);
+std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init,
+                              uint32_t type = qp_type::RC);
 std::unique_ptr<Srq> create_srq(const std::shared_ptr<PdCore>& pd, const SrqAttr& attr);
 // The soft core behind an Srq handle, or EINVAL (foreign or destroyed). G held.
 SrqCore* srq_of(Srq* srq, const char* verb);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "soft_objects.h"
+#include "soft_ud.h"
 #include "rules/refusals.h"
 #include "rules/work_requests.h"
 
@@ -152,7 +153,8 @@ void qp_unroute(QpCore* q) {
   bump_routes();
 }
 
-std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init) {
+std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpInit& init,
+                              uint32_t type) {
   const char* verb = "ibv_create_qp";
   Lock g(fabric_mutex());
   if (pd->dead) fail(EINVAL, verb, "the PD is destroyed");
@@ -181,6 +183,7 @@ std::unique_ptr<Qp> create_qp(const std::shared_ptr<PdCore>& pd, const Pd::QpIni
   q->scq = static_cast<SoftCq*>(init.send_cq)->core;
   q->rcq = static_cast<SoftCq*>(init.recv_cq)->core;
   if (srq) q->srq = static_cast<SoftSrq*>(init.srq)->core;
+  q->type = type;
   q->cap = c;
   q->sig_all = init.sq_sig_all;
   q->sq.resize(c.max_send_wr);
@@ -221,7 +224,11 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   const uint32_t cur = q->state;
   const uint32_t next = (mask & m::STATE) ? a.state : cur;
   if (next > qp_state::ERR) fail(EINVAL, verb, "unknown target state");
-  const Transition t = transition(cur, next);
+  Transition t = transition(cur, next);
+  if (q->type == qp_type::UD) {
+    const UdRow row = ud_transition(cur, next);
+    t = {row.ok, row.req, row.opt};
+  }
   const std::string arrow = std::string(rules::QpStateName(cur)) + " -> " + rules::QpStateName(next);
   if (!t.ok) fail(EINVAL, verb, "illegal transition " + arrow);
   if ((mask & t.req) != t.req)
@@ -281,6 +288,7 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & m::RETRY_CNT) s.retry_cnt = a.retry_cnt;
   if (mask & m::RNR_RETRY) s.rnr_retry = a.rnr_retry;
   if (mask & m::AV) s.ah = a.ah;
+  if (mask & m::QKEY) s.qkey = a.qkey;
   set_state(q, next);
   bump_routes();
 }
@@ -314,6 +322,10 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
       }
       if (w.sg.size() > q->cap.max_send_sge) {
         err = EINVAL, why = "more SGEs than the QP's max_send_sge";
+        break;
+      }
+      if (q->type == qp_type::UD && (why = ud_refuse(q, w))) {
+        err = EINVAL;
         break;
       }
       const bool inl = w.send_flags & send_flag::INLINE;
@@ -362,6 +374,7 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
       s.flags = w.send_flags;
       s.imm = w.imm;
       s.rkey = w.rkey;
+      if (q->type == qp_type::UD) ud_address(w, &s);
       if (inl) {
         // Copied now: the caller may reuse the buffer as soon as we return.
         uint8_t* dst = q->sq_inline(idx);

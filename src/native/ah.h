@@ -1,0 +1,46 @@
+// Ah: an address handle (ibv_ah), where a UD QP's datagrams go. A WR copies
+// its address when posted, so closing it never waits for WRs (rdma-core
+// tracks no users of an AH either); it keeps its PD alive.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "provider/provider.h"
+#include "util/wrap.h"
+
+namespace rxv {
+
+class AhWrap : public TaggedWrap<AhWrap>, public Lifetime {
+ public:
+  static constexpr const char* kClassName = "Ah";
+  static constexpr napi_type_tag kTypeTag = {0x5d3c1f0be7a94a21ull, 0x8e61c2b9d04f7a35ull};
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::unique_ptr<Ah> ah, Napi::Object pd);
+
+  explicit AhWrap(const Napi::CallbackInfo& info);
+  ~AhWrap() override { CloseQuietly(); }
+  AhWrap(const AhWrap&) = delete;
+  AhWrap& operator=(const AhWrap&) = delete;
+
+  Ah* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return ah_.get();
+  }
+  void Close(bool force) override;
+
+ private:
+  const char* kind() const override { return "address handle"; }
+  Napi::Value Closed(const Napi::CallbackInfo& info);
+  Napi::Value CloseJs(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<Ah> ah_;
+};
+
+// An address vector from its JS form { portNum, dlid, sl, dgid, sgidIndex,
+// hopLimit, trafficClass, flowLabel } (a dgid makes it global). Reads every
+// field once; its getters may run any JS, so call it before taking natives.
+AddressVector ReadAddressVector(Napi::Env env, Napi::Value v);
+
+}  // namespace rxv

@@ -1,0 +1,86 @@
+import type { NativeAddress, NativeAh } from '../native/binding';
+import type { Pd } from './pd';
+import { checkInt, copyOptions, describe, optInt } from './validate';
+
+/**
+ * Where an address handle points: a LID (InfiniBand) or a GID (routed IB,
+ * and always on RoCE, where it makes the datagram carry a GRH).
+ */
+export interface AhOptions {
+  /** Local port the datagrams leave from (default 1). */
+  port?: number;
+  /** Destination LID (InfiniBand LID routing; ignored by RoCE). */
+  lid?: number;
+  /** Destination GID: the address becomes global (a GRH is sent). Required on RoCE. */
+  gid?: string;
+  /** Local GID index the GRH's source GID comes from (default 0). */
+  gidIndex?: number;
+  /** Service level (default 0). */
+  sl?: number;
+  /** GRH hop limit (default 1: the local subnet/link). */
+  hopLimit?: number;
+  /** GRH traffic class (default 0). */
+  trafficClass?: number;
+  /** GRH flow label, 20 bits (default 0). */
+  flowLabel?: number;
+}
+
+const AH_KEYS = ['port', 'lid', 'gid', 'gidIndex', 'sl', 'hopLimit', 'trafficClass', 'flowLabel'] as const;
+
+/**
+ * An address handle (`ibv_ah`): a destination for a UD queue pair's sends
+ * ({@link SendWr.ah}). From {@link Pd.createAh}. A posted work request
+ * copies the address, so closing the handle while sends are in flight is
+ * allowed (as in rdma-core, nothing counts an address handle's users); a
+ * PD with live address handles refuses to close (`EBUSY`).
+ */
+export class Ah {
+  /** @internal */
+  readonly native: NativeAh;
+  /** The PD it belongs to. */
+  readonly pd: Pd;
+  /** The address it was created with (a copy). */
+  readonly address: Readonly<AhOptions>;
+
+  /** @internal */
+  constructor(native: NativeAh, pd: Pd, address: AhOptions) {
+    this.native = native;
+    this.pd = pd;
+    this.address = Object.freeze({ ...address });
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.native.closed;
+  }
+
+  /** Destroys the handle (`ibv_destroy_ah`). Idempotent. */
+  close(): void {
+    if (this.native.closed) return;
+    this.native.close();
+    this.pd.forget(this);
+  }
+}
+
+/** @internal Validates `options` once, into plain values, and creates the native handle. */
+export function createAh(pd: Pd, options: AhOptions): Ah {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`address must be an object ({ lid } or { gid, gidIndex }), got ${describe(options)}`);
+  }
+  const o = copyOptions(options, AH_KEYS, 'address');
+  if (o.gid === undefined && o.lid === undefined) throw new TypeError('address needs a lid or a gid');
+  if (o.gid !== undefined && typeof o.gid !== 'string') throw new TypeError(`address.gid must be a GID string, got ${describe(o.gid)}`);
+  const native: NativeAddress = {
+    portNum: optInt(o.port, 'address.port', 1, 255, 1),
+    dlid: o.lid === undefined ? 0 : checkInt(o.lid, 'address.lid', 0, 0xffff),
+    sl: optInt(o.sl, 'address.sl', 0, 15, 0),
+  };
+  if (o.gid !== undefined) {
+    native.dgid = o.gid;
+    native.sgidIndex = optInt(o.gidIndex, 'address.gidIndex', 0, 255, 0);
+    native.hopLimit = optInt(o.hopLimit, 'address.hopLimit', 0, 255, 1);
+    native.trafficClass = optInt(o.trafficClass, 'address.trafficClass', 0, 255, 0);
+    native.flowLabel = optInt(o.flowLabel, 'address.flowLabel', 0, 0xfffff, 0);
+  }
+  return new Ah(pd.native.createAh(native), pd, o);
+}
