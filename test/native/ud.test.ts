@@ -276,7 +276,7 @@ describe('UD queue pairs', () => {
       expect(() => pd.createQp({ type: 'XX' as never, qkey: 1, sendCq: cq, recvCq: cq })).toThrow(RangeError);
       expect(() => pd.createQp({ qkey: 1, sendCq: cq, recvCq: cq })).toThrow(TypeError);
       expect(() => pd.createQp({ type: 'UD', qkey: -1, sendCq: cq, recvCq: cq })).toThrow(RangeError);
-      expectThrow(() => pd.native.createQp(cq.native, cq.native, {}, false, 3), 'RangeError');
+      expectThrow(() => pd.native.createQp(cq.native, cq.native, {}, false, null, 3), 'RangeError');
 
       const msg = pd.registerMemory(Buffer.alloc(8), { access: ['LOCAL_WRITE'] });
       const ah = set.ahTo(b);
