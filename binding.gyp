@@ -24,6 +24,7 @@
       "src/native/provider/ibverbs/ibverbs_objects.cc",
       "src/native/provider/ibverbs/ibverbs_provider.cc",
       "src/native/provider/soft/soft_async.cc",
+      "src/native/provider/soft/soft_atomic.cc",
       "src/native/provider/soft/soft_channel.cc",
       "src/native/provider/soft/soft_cm_bridge.cc",
       "src/native/provider/soft/soft_context.cc",
