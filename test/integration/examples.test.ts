@@ -59,4 +59,12 @@ describe('examples', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^8 clients, 8000 calls, 0 wrong$/m);
   });
+
+  it('07-atomic-counter: a fetch-and-add counter and a compare-and-swap lock shared by 6 workers lose no increment', async () => {
+    const r = await runExample('07-atomic-counter.js', ['6', '40']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^6 workers x 40 rounds: counter 240, total under the lock 240, lock free$/m);
+    expect(r.stdout).toMatch(/^no increment lost$/m);
+  });
 });
