@@ -347,6 +347,49 @@ describe('atomics', () => {
     }
   });
 
+  it('atomics on a word of a region that large RDMA WRITEs from another context fill meanwhile: every add counted, every write intact', async () => {
+    const BIG = 1 << 20;
+    const ROUNDS = 6;
+    const ADDS = 64;
+    const writerCtx = openDevice(TEST_DEVICE);
+    const adderCtx = openDevice(TEST_DEVICE);
+    try {
+      const conn: ConnectOptions = { gidIndex: TEST_GID_INDEX, access: ATOMIC_QP };
+      // The region lives in the writer's context: its word 0 is the counter, the rest the writes' target.
+      const wcq = writerCtx.createCq({ cqe: 2 * ROUNDS + 2 * ADDS + 8 });
+      const wpd = writerCtx.allocPd();
+      const shared = wpd.registerMemory(Buffer.alloc(8 + BIG), { access: ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_ATOMIC'] });
+      const src = wpd.registerMemory(Buffer.alloc(BIG, 0x5c), { access: ['LOCAL_WRITE'] });
+      const writer = wpd.createQp({ sendCq: wcq, recvCq: wcq, cap: { maxSendWr: ROUNDS, maxRecvWr: 1 } });
+      const writeSide = wpd.createQp({ sendCq: wcq, recvCq: wcq, cap: { maxSendWr: 1, maxRecvWr: 1 } });
+      writer.connect(writeSide.endpoint({ gidIndex: conn.gidIndex }), conn);
+      writeSide.connect(writer.endpoint({ gidIndex: conn.gidIndex }), conn);
+      const atomicSide = wpd.createQp({ sendCq: wcq, recvCq: wcq, cap: { maxSendWr: 1, maxRecvWr: 1 } });
+      const acq = adderCtx.createCq({ cqe: ADDS + 8 });
+      const apd = adderCtx.allocPd();
+      const olds = apd.registerMemory(Buffer.alloc(ADDS * 8), { access: ['LOCAL_WRITE'] });
+      const adder = apd.createQp({ sendCq: acq, recvCq: acq, cap: { maxSendWr: ADDS, maxRecvWr: 1 } });
+      adder.connect(atomicSide.endpoint({ gidIndex: conn.gidIndex }), conn);
+      atomicSide.connect(adder.endpoint({ gidIndex: conn.gidIndex }), conn);
+      for (let r = 0; r < ROUNDS; r++) {
+        writer.postSend({ wrId: r, opcode: 'RDMA_WRITE', sg: { mr: src }, remote: { addr: shared.remoteAddr(8), rkey: shared.rkey } });
+      }
+      for (let k = 0; k < ADDS; k++) adder.postSend({ ...faa(shared, olds, 3n, k), sg: { mr: olds, offset: k * 8 } });
+      const adds = (await pollN(acq, ADDS, 20000)).toArray();
+      const writes = (await pollN(wcq, ROUNDS, 20000)).toArray();
+      expect(adds.length).toBe(ADDS);
+      expect(adds.every((w) => w.status === 'SUCCESS' && w.opcode === 'FETCH_ADD')).toBe(true);
+      expect(writes.length).toBe(ROUNDS);
+      expect(writes.every((w) => w.status === 'SUCCESS')).toBe(true);
+      expect(word(shared.buffer)).toBe(BigInt(3 * ADDS));
+      expect(Array.from({ length: ADDS }, (_, k) => word(olds.buffer, k * 8))).toEqual(Array.from({ length: ADDS }, (_, k) => BigInt(3 * k)));
+      expect(shared.buffer.subarray(8).every((b) => b === 0x5c)).toBe(true);
+    } finally {
+      adderCtx.close();
+      writerCtx.close();
+    }
+  });
+
   it('a lock taken by compare-and-swap from 6 QPs at once has exactly one owner', async () => {
     const N = 6;
     const ctx = openDevice(TEST_DEVICE);
