@@ -167,18 +167,7 @@ export class WrEncoder {
 function readSend(wr: SendWr, i: number): ResolvedSend {
   const where = `wr[${i}]`;
   checkObject(wr, where);
-  const {
-    wrId: rawId,
-    opcode: rawOpcode,
-    sg,
-    signaled,
-    solicited,
-    inline,
-    imm: rawImm,
-    remote: rawRemote,
-    compareAdd: rawCompareAdd,
-    swap: rawSwap,
-  } = wr;
+  const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const wrId = checkU64(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
