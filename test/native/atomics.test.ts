@@ -518,7 +518,7 @@ describe('atomics', () => {
     it('maxRdAtomic / maxDestRdAtomic out of range are RangeErrors', () => {
       const q = p.pd.createQp({ sendCq: p.cqA, recvCq: p.cqA, cap: { maxSendWr: 1, maxRecvWr: 1 } });
       try {
-        expectThrow(() => q.connect(p.b.endpoint(), { maxRdAtomic: 256 }), 'RangeError', { message: expect.stringMatching(/maxRdAtomic/) });
+        expectThrow(() => q.toRts({ maxRdAtomic: 256 }), 'RangeError', { message: expect.stringMatching(/maxRdAtomic/) });
         expectThrow(() => q.toRtr(p.b.endpoint(), { maxDestRdAtomic: -1 }), 'RangeError', { message: expect.stringMatching(/maxDestRdAtomic/) });
         expectThrow(() => q.toRtr(p.b.endpoint(), { maxDestRdAtomic: 1.5 }), 'RangeError');
         expectThrow(() => q.toRtr(p.b.endpoint(), { maxDestRdAtomic: '1' as unknown as number }), 'TypeError');
