@@ -26,6 +26,7 @@
       "src/native/provider/ibverbs/ibverbs_srq.cc",
       "src/native/provider/ibverbs/ibverbs_ud.cc",
       "src/native/provider/soft/soft_async.cc",
+      "src/native/provider/soft/soft_atomic.cc",
       "src/native/provider/soft/soft_channel.cc",
       "src/native/provider/soft/soft_cm_bridge.cc",
       "src/native/provider/soft/soft_context.cc",

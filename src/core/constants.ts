@@ -87,6 +87,8 @@ export const WR_OPCODES = {
   SEND: 2,
   SEND_WITH_IMM: 3,
   RDMA_READ: 4,
+  ATOMIC_CMP_AND_SWP: 5,
+  ATOMIC_FETCH_AND_ADD: 6,
 } as const;
 
 /** A send opcode rx-verbs can post. */

@@ -33,6 +33,16 @@ export interface NativeDeviceAttr {
   maxMr: number;
   maxPd: number;
   physPortCnt: number;
+  /**
+   * How atomic the device's atomics are (`ibv_atomic_cap`): `'NONE'` (no
+   * atomics), `'HCA'` (indivisible against other atomics of this device;
+   * rxe and soft0), `'GLOB'` (against the CPU too).
+   */
+  atomicCap: 'NONE' | 'HCA' | 'GLOB' | 'UNKNOWN';
+  /** Most RDMA READs and atomics a QP answers at once (`max_qp_rd_atom`, bound of `maxDestRdAtomic`). */
+  maxQpRdAtom: number;
+  /** Most RDMA READs and atomics a QP has outstanding (`max_qp_init_rd_atom`, bound of `maxRdAtomic`). */
+  maxQpInitRdAtom: number;
 }
 
 /** `ibv_query_port` attributes (numeric enums as rdma-core defines them). */

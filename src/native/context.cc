@@ -114,6 +114,10 @@ Napi::Value ContextWrap::QueryDevice(const Napi::CallbackInfo& info) {
   o.Set("maxMr", a.max_mr);
   o.Set("maxPd", a.max_pd);
   o.Set("physPortCnt", a.phys_port_cnt);
+  static const char* const kAtomicCaps[] = {"NONE", "HCA", "GLOB"};
+  o.Set("atomicCap", a.atomic_cap < 3 ? kAtomicCaps[a.atomic_cap] : "UNKNOWN");
+  o.Set("maxQpRdAtom", a.max_qp_rd_atom);
+  o.Set("maxQpInitRdAtom", a.max_qp_init_rd_atom);
   return o;
 }
 

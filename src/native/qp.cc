@@ -194,7 +194,8 @@ static size_t FirstDetached(Napi::Env env, PdWrap* pdw, const std::vector<Wr>& w
     const Wr& wr = wrs[i];
     if constexpr (std::is_same_v<Wr, SendWr>) {
       if (wr.opcode == wr_opcode::RDMA_WRITE || wr.opcode == wr_opcode::RDMA_WRITE_WITH_IMM ||
-          wr.opcode == wr_opcode::RDMA_READ)
+          wr.opcode == wr_opcode::RDMA_READ || wr.opcode == wr_opcode::ATOMIC_CMP_AND_SWP ||
+          wr.opcode == wr_opcode::ATOMIC_FETCH_AND_ADD)
         MrWrap::MarkDetached(env, wr.rkey);
     }
     for (size_t j = 0; j < wr.sg.size(); j++) {

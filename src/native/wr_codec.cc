@@ -45,6 +45,13 @@ std::string DecodeSendWrs(const uint8_t* data, size_t len, uint32_t count,
     wr.rkey = Read<uint32_t>(p + 28);
     uint32_t nsge = Read<uint32_t>(p + 32);
     at += kSendWrHeader;
+    wr.compare_add = wr.swap = 0;
+    if (wr.opcode == wr_opcode::ATOMIC_CMP_AND_SWP || wr.opcode == wr_opcode::ATOMIC_FETCH_AND_ADD) {
+      if (len - at < kAtomicOperands) return "send work request " + std::to_string(i) + " lacks its atomic operands";
+      wr.compare_add = Read<uint64_t>(data + at);
+      wr.swap = Read<uint64_t>(data + at + 8);
+      at += kAtomicOperands;
+    }
     if (!DecodeSges(data, len, &at, nsge, &wr.sg)) {
       return "send work request " + std::to_string(i) + " has a bad sge count";
     }

@@ -31,7 +31,10 @@ export interface ConnectOptions {
   gidIndex?: number;
   /** Path MTU in bytes: 256, 512, 1024 (default), 2048, 4096. */
   mtu?: number;
-  /** Remote access this QP grants (default LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ). */
+  /**
+   * Remote access this QP grants (default LOCAL_WRITE, REMOTE_WRITE,
+   * REMOTE_READ; add REMOTE_ATOMIC to answer atomics).
+   */
   access?: readonly AccessFlag[];
   /** RNR retries before failing a send; 7 means forever (default 7). */
   rnrRetry?: number;
@@ -43,6 +46,18 @@ export interface ConnectOptions {
   minRnrTimer?: number;
   /** Service level (default 0). */
   sl?: number;
+  /**
+   * RDMA READs and atomics this QP may have outstanding as requester
+   * (`max_rd_atomic`, RTS; default 1). 0 means none: on rxe (and soft0) such
+   * a WR then waits at the head of the send queue forever.
+   */
+  maxRdAtomic?: number;
+  /**
+   * RDMA READs and atomics this QP answers at once as responder
+   * (`max_dest_rd_atomic`, RTR; default 1). 0 means none: an atomic sent
+   * to it fails with `REM_INV_REQ_ERR`.
+   */
+  maxDestRdAtomic?: number;
 }
 
 const M = {
@@ -65,7 +80,7 @@ const M = {
 
 const encoder = new WrEncoder();
 
-const CONNECT_KEYS = ['port', 'gidIndex', 'mtu', 'access', 'rnrRetry', 'retryCnt', 'timeout', 'minRnrTimer', 'sl'] as const;
+const CONNECT_KEYS = ['port', 'gidIndex', 'mtu', 'access', 'rnrRetry', 'retryCnt', 'timeout', 'minRnrTimer', 'sl', 'maxRdAtomic', 'maxDestRdAtomic'] as const;
 const ENDPOINT_KEYS = ['qpNum', 'lid', 'gid', 'psn', 'port'] as const;
 
 /**
@@ -166,7 +181,7 @@ export class Qp {
         pathMtu: mtuCode,
         destQpNum: checkInt(remote.qpNum, 'remote.qpNum', 0, 0xffffff),
         rqPsn: checkInt(remote.psn, 'remote.psn', 0, 0xffffff),
-        maxDestRdAtomic: 1,
+        maxDestRdAtomic: optInt(options?.maxDestRdAtomic, 'maxDestRdAtomic', 0, 255, 1),
         minRnrTimer: optInt(options?.minRnrTimer, 'minRnrTimer', 0, 31, 12),
         ah,
       },
@@ -184,7 +199,7 @@ export class Qp {
         retryCnt: optInt(options?.retryCnt, 'retryCnt', 0, 7, 7),
         rnrRetry: optInt(options?.rnrRetry, 'rnrRetry', 0, 7, 7),
         sqPsn: this.psn,
-        maxRdAtomic: 1,
+        maxRdAtomic: optInt(options?.maxRdAtomic, 'maxRdAtomic', 0, 255, 1),
       },
       M.STATE | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.SQ_PSN | M.MAX_QP_RD_ATOMIC,
     );

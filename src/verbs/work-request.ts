@@ -10,7 +10,7 @@ export interface Sge {
   mr: Mr;
   /** Byte offset in the region (default 0). */
   offset?: number;
-  /** Bytes (default: the rest of the region). */
+  /** Bytes (default: the rest of the region; 8 in an atomic). */
   length?: number;
 }
 
@@ -47,7 +47,7 @@ export interface SendWr {
   inline?: boolean;
   /** Immediate data for `SEND_WITH_IMM` / `RDMA_WRITE_WITH_IMM`. */
   imm?: number;
-  /** The peer's memory for RDMA operations. */
+  /** The peer's memory for RDMA operations and atomics (an atomic's `addr` is 8-byte aligned). */
   remote?: { addr: bigint | number; rkey: number };
   /** UD only: where the datagram goes (required on a UD QP). */
   ah?: Ah;
@@ -55,6 +55,14 @@ export interface SendWr {
   remoteQpn?: number;
   /** UD only: the destination's qkey (high bit set: this QP's own qkey). */
   remoteQkey?: number;
+  /**
+   * Atomics: the value to compare (`ATOMIC_CMP_AND_SWP`) or to add
+   * (`ATOMIC_FETCH_AND_ADD`, modulo 2^64: `-1n` decrements). A bigint in
+   * [-2^63, 2^64); negatives are taken as two's complement.
+   */
+  compareAdd?: bigint;
+  /** `ATOMIC_CMP_AND_SWP`: the value stored when the word equals `compareAdd`. */
+  swap?: bigint;
 }
 
 /** A receive work request (`ibv_recv_wr`). */
@@ -66,6 +74,9 @@ export interface RecvWr {
 const SEND_HEADER = 40;
 const RECV_HEADER = 16;
 const SGE_BYTES = 16;
+const ATOMIC_OPERANDS = 16;
+/** An atomic's local buffer: one 64-bit word. */
+const ATOMIC_BYTES = 8;
 const FLAG_SIGNALED = 2;
 const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
@@ -79,6 +90,8 @@ interface ResolvedSend {
   imm: number;
   rkey: number;
   sges: ResolvedSge[];
+  /** Set for atomics only (packed after the header). */
+  atomic?: { compareAdd: bigint; swap: bigint };
 }
 
 /** A receive WR read once into plain values. */
@@ -110,7 +123,7 @@ export class WrEncoder {
     const list = Array.from(wrs, (wr, i) => readSend(wr, i, ahs));
     let at = 0;
     for (const wr of list) {
-      this.reserve(at + SEND_HEADER + wr.sges.length * SGE_BYTES);
+      this.reserve(at + SEND_HEADER + ATOMIC_OPERANDS + wr.sges.length * SGE_BYTES);
       const v = this.view;
       v.setBigUint64(at, wr.wrId, true);
       v.setBigUint64(at + 8, wr.remoteAddr, true);
@@ -120,7 +133,13 @@ export class WrEncoder {
       v.setUint32(at + 28, wr.rkey, true);
       v.setUint32(at + 32, wr.sges.length, true);
       v.setUint32(at + 36, 0, true);
-      at = this.writeSges(at + SEND_HEADER, wr.sges);
+      at += SEND_HEADER;
+      if (wr.atomic) {
+        v.setBigUint64(at, wr.atomic.compareAdd, true);
+        v.setBigUint64(at + 8, wr.atomic.swap, true);
+        at += ATOMIC_OPERANDS;
+      }
+      at = this.writeSges(at, wr.sges);
     }
     return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
   }
@@ -161,7 +180,7 @@ export class WrEncoder {
 function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   const where = `wr[${i}]`;
   checkObject(wr, where);
-  const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote } = wr;
+  const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const { ah, remoteQpn, remoteQkey } = wr;
   const wrId = checkU64(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
@@ -169,7 +188,9 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   if (opcode === undefined) {
     throw new RangeError(`${where}.opcode must be one of ${Object.keys(WR_OPCODES).join(', ')}, got ${describe(rawOpcode)}`);
   }
-  const sges = normaliseSg(sg, `${where}.sg`);
+  const isAtomic = opcodeName === 'ATOMIC_CMP_AND_SWP' || opcodeName === 'ATOMIC_FETCH_AND_ADD';
+  // An atomic writes one word: an entry without a length means those 8 bytes.
+  const sges = normaliseSg(sg, `${where}.sg`, isAtomic ? ATOMIC_BYTES : undefined);
   let flags = 0;
   if (optBool(signaled, `${where}.signaled`, true)) flags |= FLAG_SIGNALED;
   if (optBool(solicited, `${where}.solicited`, false)) flags |= FLAG_SOLICITED;
@@ -179,7 +200,7 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
   let remoteAddr = 0n;
   let rkey = 0;
-  if (!ahs && opcodeName.startsWith('RDMA_')) {
+  if (!ahs && (opcodeName.startsWith('RDMA_') || isAtomic)) {
     const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
     const { addr, rkey: rawRkey } = remote;
     remoteAddr = checkU64(addr, `${where}.remote.addr`);
@@ -187,7 +208,33 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   }
   if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
   else if (ah !== undefined) throw new TypeError(`${where}.ah is for UD queue pairs only`);
-  return { wrId, remoteAddr, opcode, flags, imm, rkey, sges };
+  const atomic = readAtomic(opcodeName, rawCompareAdd, rawSwap, where);
+  return { wrId, remoteAddr, opcode, flags, imm, rkey, sges, atomic };
+}
+
+/** An atomic's operands as u64 bit patterns; a non-atomic WR must carry none. */
+function readAtomic(opcodeName: string, compareAdd: unknown, swap: unknown, where: string): ResolvedSend['atomic'] {
+  if (opcodeName !== 'ATOMIC_CMP_AND_SWP' && opcodeName !== 'ATOMIC_FETCH_AND_ADD') {
+    if (compareAdd !== undefined || swap !== undefined) {
+      throw new TypeError(`${where}: compareAdd and swap are only for ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD`);
+    }
+    return undefined;
+  }
+  const cas = opcodeName === 'ATOMIC_CMP_AND_SWP';
+  if (!cas && swap !== undefined) throw new TypeError(`${where}.swap is only for ATOMIC_CMP_AND_SWP`);
+  return {
+    compareAdd: checkWord(compareAdd, `${where}.compareAdd (required for ${opcodeName})`),
+    swap: cas ? checkWord(swap, `${where}.swap (required for ATOMIC_CMP_AND_SWP)`) : 0n,
+  };
+}
+
+/** A 64-bit operand: a bigint in [-2^63, 2^64), as its two's complement bits. */
+function checkWord(value: unknown, what: string): bigint {
+  if (typeof value !== 'bigint') throw new TypeError(`${what} must be a bigint, got ${describe(value)}`);
+  if (value < -(1n << 63n) || value >= 1n << 64n) {
+    throw new RangeError(`${what} must be a bigint in [-2^63, 2^64), got ${value}`);
+  }
+  return BigInt.asUintN(64, value);
 }
 
 function readRecv(wr: RecvWr, i: number): ResolvedRecv {
@@ -203,7 +250,7 @@ interface ResolvedSge {
   lkey: number;
 }
 
-function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string): ResolvedSge[] {
+function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string, defaultLength?: number): ResolvedSge[] {
   if (sg === undefined) throw new TypeError(`${where} is required: { mr, offset, length } or an array of them`);
   const many = Array.isArray(sg);
   // A copy: the caller's array is read once, whatever its getters do.
@@ -229,7 +276,9 @@ function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string): Resolv
     }
     const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, `${at}.offset`, 0, mr.length);
     const length =
-      rawLength === undefined ? mr.length - offset : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
+      rawLength === undefined
+        ? (defaultLength ?? mr.length - offset)
+        : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
     if (offset + length > mr.length) {
       throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
     }

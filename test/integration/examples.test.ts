@@ -67,4 +67,12 @@ describe('examples', () => {
     expect(r.stdout).toMatch(/^1000 connections on one SRQ of \d+ receives, one CQ, one completion channel$/m);
     expect(r.stdout).toMatch(/^3000 messages, 0 wrong, 0 send errors$/m);
   });
+
+  it('08-atomic-counter: a fetch-and-add counter and a compare-and-swap lock shared by 6 workers lose no increment', async () => {
+    const r = await runExample('08-atomic-counter.js', ['6', '40']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^6 workers x 40 rounds: counter 240, total under the lock 240, lock free$/m);
+    expect(r.stdout).toMatch(/^no increment lost$/m);
+  });
 });

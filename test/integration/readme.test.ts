@@ -79,6 +79,15 @@ describe('README', () => {
     expect(r.stdout.trim()).toBe('SUCCESS 45 true true hello');
   });
 
+  it('runs the atomics example as written: fetch-and-add, then a compare-and-swap that matches', async () => {
+    const block = blocks.find((b) => b.heading === '## Atomics');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual(['FETCH_ADD SUCCESS', 'COMP_SWAP SUCCESS', 'counter 100, the swap saw 42']);
+  });
+
   it('runs the allocMemory example as written', async () => {
     const block = blocks.find((b) => b.heading === '## Registered memory');
     expect(block).toBeDefined();

@@ -91,7 +91,7 @@ describe('bad input: clear errors, the process keeps running, other objects keep
     const p = makePair();
     try {
       const mr = region(p.pd, 64);
-      for (const opcode of ['SEND_INV', 'send', '', 'ATOMIC_CMP_AND_SWP']) {
+      for (const opcode of ['SEND_INV', 'send', '', 'ATOMIC_WRITE', 'ATOMIC_FETCH_AND_ADD_MASKED']) {
         expectThrow(() => p.a.postSend(bad<SendWr>({ wrId: 1, opcode, sg: { mr } })), 'RangeError');
       }
       for (const access of [['REMOTE_EXEC'], ['local_write'], [''], [1]]) {

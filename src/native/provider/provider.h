@@ -67,7 +67,7 @@ enum : uint32_t { GRH = 1, WITH_IMM = 2 };
 namespace wr_opcode {
 enum : uint32_t {
   RDMA_WRITE = 0, RDMA_WRITE_WITH_IMM = 1, SEND = 2, SEND_WITH_IMM = 3,
-  RDMA_READ = 4
+  RDMA_READ = 4, ATOMIC_CMP_AND_SWP = 5, ATOMIC_FETCH_AND_ADD = 6
 };
 }
 namespace send_flag {
@@ -130,6 +130,10 @@ struct SendWr {
   uint32_t imm = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  // Atomics: the operands, 64-bit integers in host order (the remote word
+  // is read and written in the responder's host order, as rdma-core does).
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
   std::vector<Sge> sg;
   // UD only (ibv_send_wr's wr.ud): where the datagram goes. `ah` is the
   // provider's own Ah of the QP's PD, or null (refused at post).
@@ -210,7 +214,16 @@ struct DeviceAttr {
   int32_t max_mr = 0;
   int32_t max_pd = 0;
   uint32_t phys_port_cnt = 0;
+  // ibv_atomic_cap: 0 NONE, 1 HCA (atomic against other atomics of this
+  // device), 2 GLOB (against the CPU too).
+  uint32_t atomic_cap = 0;
+  int32_t max_qp_rd_atom = 0;       // as responder (max_dest_rd_atomic)
+  int32_t max_qp_init_rd_atom = 0;  // as requester (max_rd_atomic)
 };
+
+namespace atomic_cap {
+enum : uint32_t { NONE = 0, HCA = 1, GLOB = 2 };
+}
 
 struct PortAttr {
   uint32_t state = port_state::DOWN;

@@ -12,6 +12,10 @@ namespace rules {
 // Why `w` cannot be posted, or nullptr when it is well formed.
 const char* MalformedSendWr(const SendWr& w);
 
+// Why an atomic WR cannot be posted (misaligned remote address, a local
+// buffer that is not 8 bytes, INLINE), or nullptr.
+const char* MalformedAtomic(const SendWr& w);
+
 // rdma-core's name of a QP state ("RESET" ... "ERR"; "UNKNOWN" otherwise).
 const char* QpStateName(uint32_t state);
 

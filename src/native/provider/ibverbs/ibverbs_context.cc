@@ -55,6 +55,9 @@ DeviceAttr IbvContext::query_device() {
   d.max_mr = a.max_mr;
   d.max_pd = a.max_pd;
   d.phys_port_cnt = a.phys_port_cnt;
+  d.atomic_cap = a.atomic_cap;
+  d.max_qp_rd_atom = a.max_qp_rd_atom;
+  d.max_qp_init_rd_atom = a.max_qp_init_rd_atom;
   return d;
 }
 

@@ -542,6 +542,13 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
         d.wr.rdma.rkey = w.rkey;
       }
       if (type == qp_type::UD) ud_address(w, &d);
+      if (w.opcode == wr_opcode::ATOMIC_CMP_AND_SWP ||
+          w.opcode == wr_opcode::ATOMIC_FETCH_AND_ADD) {
+        d.wr.atomic.remote_addr = w.remote_addr;
+        d.wr.atomic.compare_add = w.compare_add;  // host order, as libibverbs takes them
+        d.wr.atomic.swap = w.swap;
+        d.wr.atomic.rkey = w.rkey;
+      }
     }
     ibv_send_wr* bad_wr = nullptr;
     int ret = ibv_post_send(qp_, send_wrs_.data(), &bad_wr);  // inline (ops)

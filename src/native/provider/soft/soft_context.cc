@@ -62,6 +62,9 @@ DeviceAttr SoftContext::query_device() {
   a.max_mr = 1 << 24;
   a.max_pd = 1 << 20;
   a.phys_port_cnt = uint32_t(d->ports.size());
+  a.atomic_cap = atomic_cap::HCA;  // what rxe reports (see soft_atomic.cc)
+  a.max_qp_rd_atom = int32_t(kMaxRdAtomic);
+  a.max_qp_init_rd_atom = int32_t(kMaxRdAtomic);
   return a;
 }
 

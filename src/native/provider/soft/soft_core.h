@@ -269,6 +269,8 @@ struct SendSlot {
   AddressVector av;
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  uint64_t compare_add = 0;  // atomics only
+  uint64_t swap = 0;
 };
 struct RecvSlot {
   uint64_t wr_id = 0;
@@ -337,6 +339,10 @@ inline uint32_t wc_opcode_of(uint32_t wr_op) {
       return wc_opcode::RDMA_WRITE;
     case wr_opcode::RDMA_READ:
       return wc_opcode::RDMA_READ;
+    case wr_opcode::ATOMIC_CMP_AND_SWP:
+      return wc_opcode::COMP_SWAP;
+    case wr_opcode::ATOMIC_FETCH_AND_ADD:
+      return wc_opcode::FETCH_ADD;
     default:
       return wc_opcode::SEND;
   }
@@ -396,6 +402,14 @@ void engine_stop(CtxCore* c);  // G NOT held; joins the thread
 void schedule(QpCore* q);      // any context; takes rmu
 void unschedule(QpCore* q);    // G held
 void kick_waiters(QpCore* r);  // G held: r's RQ or state changed
+
+// ---- atomics (soft_atomic.cc) ----------------------------------------------
+inline bool is_atomic(uint32_t wr_op) {
+  return wr_op == wr_opcode::ATOMIC_CMP_AND_SWP || wr_op == wr_opcode::ATOMIC_FETCH_AND_ADD;
+}
+// G held; `word` 8-byte aligned inside a checked MR. Applies the atomic
+// indivisibly and returns the word's original value.
+uint64_t atomic_apply(uint32_t wr_op, uint64_t* word, uint64_t compare_add, uint64_t swap);
 
 }  // namespace soft
 }  // namespace rxv

@@ -332,6 +332,39 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
   return true;
 }
 
+// An atomic of s's head WR `w` on responder r (G held; the local SGEs are
+// checked and total 8 bytes, the remote address is aligned: post-time rules).
+// Returns false when it must wait. Models rxe: no initiator depth
+// (max_rd_atomic 0) and the WR never leaves; no responder resources
+// (max_dest_rd_atomic 0) or no REMOTE_ATOMIC on the QP is an invalid
+// request; a bad rkey, range or MR access is a remote access error.
+bool execute_atomic(QpCore* s, QpCore* r, const SendSlot& w, const Sge* lsg) {
+  if (!s->attr.max_rd_atomic) return false;  // a later post or modify reschedules it
+  if (!(r->attr.access_flags & access_flag::REMOTE_ATOMIC) || !r->attr.max_dest_rd_atomic) {
+    qp_to_error(r, async_event::QP_REQ_ERR);
+    finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
+    return true;
+  }
+  if (!check_remote(r, w.rkey, w.remote_addr, sizeof(uint64_t), access_flag::REMOTE_ATOMIC)) {
+    qp_to_error(r, async_event::QP_ACCESS_ERR);
+    finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
+    return true;
+  }
+  // A large copy into or out of this MR runs without G: wait it out, so the
+  // atomic is indivisible against RDMA WRITEs too.
+  if (t_mrs.back()->busy) {
+    add_timer(s, Clock::now() + std::chrono::microseconds(50));
+    return false;
+  }
+  uint64_t orig = atomic_apply(w.opcode, reinterpret_cast<uint64_t*>(w.remote_addr), w.compare_add, w.swap);
+  Sge src;
+  src.addr = reinterpret_cast<uint64_t>(&orig);
+  src.length = sizeof orig;
+  sg_copy(&src, lsg, sizeof orig);
+  finish(s, w.seq, wc_status::SUCCESS, sizeof orig);
+  return true;
+}
+
 // Executes the head WR of s (G held through gl; it may be released for the
 // copy). Returns false when it must wait (RNR). Adds the bytes it moved to
 // *moved.
@@ -360,9 +393,10 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
     finish(s, w.seq, wc_status::LOC_LEN_ERR, 0);
     return true;
   }
-  // The device writes the local buffer of a READ; it only reads the others.
+  // The device writes the local buffer of a READ or an atomic; it only reads the others.
+  const bool writes_local = op == wr_opcode::RDMA_READ || is_atomic(op);
   if (!inl && !check_local(s->ctx->dev.get(), s->pd.get(), lsg, lns,
-                           op == wr_opcode::RDMA_READ ? uint32_t(access_flag::LOCAL_WRITE) : 0u, UINT64_MAX)) {
+                           writes_local ? uint32_t(access_flag::LOCAL_WRITE) : 0u, UINT64_MAX)) {
     finish(s, w.seq, wc_status::LOC_PROT_ERR, 0);
     return true;
   }
@@ -459,6 +493,9 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
       finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
       return true;
     }
+    case wr_opcode::ATOMIC_CMP_AND_SWP:
+    case wr_opcode::ATOMIC_FETCH_AND_ADD:
+      return execute_atomic(s, r, w, lsg);
     default:  // rejected at post time
       finish(s, w.seq, wc_status::LOC_QP_OP_ERR, 0);
       return true;

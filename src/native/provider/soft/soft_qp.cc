@@ -375,6 +375,8 @@ void SoftQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
       s.imm = w.imm;
       s.rkey = w.rkey;
       if (q->type == qp_type::UD) ud_address(w, &s);
+      s.compare_add = w.compare_add;
+      s.swap = w.swap;
       if (inl) {
         // Copied now: the caller may reuse the buffer as soon as we return.
         uint8_t* dst = q->sq_inline(idx);
