@@ -114,7 +114,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
           resolve(connection);
           return;
         }
-        const error = setupFailure(e, peer);
+        const error = passiveFailure(e, peer);
         if (error) fail(error);
       };
       try {
@@ -174,9 +174,12 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       this.target(e);
       return;
     }
-    // Unanswered and the peer gave up (its connect timed out or it went away).
-    if (this.state === 'pending' && (e.type === 'DISCONNECTED' || e.type === 'CONNECT_ERROR' || e.type === 'DEVICE_REMOVAL')) {
-      this.drop(setupFailure(e, this.peerAddress ?? undefined) ?? new DisconnectedError('the peer gave up'));
+    // Unanswered and the peer gave up: its connect timed out or it went away
+    // (the kernel's CM sends a REJ then: REJECTED on this side).
+    if (this.state === 'pending') {
+      const error = passiveFailure(e, this.peerAddress ?? undefined);
+      if (!error) return;
+      this.drop(error);
       this.parts.settled(this);
     }
   }
@@ -193,6 +196,17 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       attempt(() => shared.release());
     }
   }
+}
+
+/**
+ * The typed error a failure event means for a request being answered: as
+ * on the active side, except that a REJECTED here means the peer gave up
+ * (its connect timed out or its id went away before the accept arrived).
+ */
+function passiveFailure(e: CmEvent, peer: CmAddress | undefined): Error | undefined {
+  if (e.type !== 'REJECTED') return setupFailure(e, peer);
+  const from = peer ? ` from ${peer.host}:${peer.port}` : '';
+  return new DisconnectedError(`The connection request${from} was withdrawn by the peer before it was established (reject reason ${e.status})`, peer);
 }
 
 function checkOptions<T>(value: T): T {

@@ -3,6 +3,7 @@ import type { RunHelpers } from 'rxjs/testing';
 import {
   CM_REJECT_CONSUMER,
   CM_REJECT_NO_LISTENER,
+  CM_REJECT_TIMEOUT,
   CmAddress,
   CmConnParam,
   CmEvent,
@@ -323,10 +324,15 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     const peer = id.peer;
     if (peer && !this.disconnectSent.has(id) && !peer.closed) {
       this.disconnectSent.add(id);
+      // An active side that gives up before the connection is established
+      // withdraws its request with a REJ, as the kernel's CM does: reason
+      // 1 (timeout) while unanswered, 28 once the accept was sent.
+      const withdrawn = id.state === 'connecting' && (peer.state === 'requested' || peer.state === 'accepting');
+      const reason = peer.state === 'requested' ? CM_REJECT_TIMEOUT : CM_REJECT_CONSUMER;
       this.later(peer, () => {
         if (peer.state === 'disconnected') return undefined;
         peer.state = 'disconnected';
-        return event('DISCONNECTED', peer);
+        return withdrawn ? event('REJECTED', peer, { status: reason }) : event('DISCONNECTED', peer);
       });
     }
   }

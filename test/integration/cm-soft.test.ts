@@ -19,6 +19,7 @@ import {
   rearm,
   drainCq,
   DeviceRemovedError,
+  DisconnectedError,
   createSoftDevice,
 } from '../../src';
 import { scaled } from '../support/slow';
@@ -211,11 +212,14 @@ describe('connections on soft0 over the soft CM', () => {
     const err = await connect({ host: HOST, port: listener.address!.port, timeoutMs: 200 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectTimeoutError);
     const request = await pending;
-    // The soft CM does not tell the passive side yet (librdmacm's REJ would
-    // arrive as an event): the accept itself fails, and releases everything.
+    // As the kernel's CM: the client's id withdraws the request with a REJ
+    // (reason 1, timeout), and the request is dropped before anyone answers.
     try {
-      await expect(request.accept()).rejects.toMatchObject({ message: expect.stringMatching(/\S/) });
-      expect(request.answer).toBe('accepted');
+      for (let i = 0; i < 100 && request.answer === 'pending'; i++) await new Promise((r) => setTimeout(r, scaled(20)));
+      expect(request.answer).toBe('dropped');
+      const late = await request.accept().catch((e: unknown) => e);
+      expect(late).toBeInstanceOf(DisconnectedError);
+      expect((late as DisconnectedError).message).toMatch(/withdrawn by the peer .*reject reason 1\)/);
     } finally {
       listener.close();
     }

@@ -74,7 +74,7 @@ void tell_peer_gone(IdState* gone, St was) {
     // Its request is still queued, unread: it is withdrawn.
   } else {
     p->st = St::Rejected;
-    push_event(p->ch.get(), make_event(event_type::REJECTED, p, kRejectConsumer));
+    push_event(p->ch.get(), make_event(event_type::REJECTED, p, was == St::Connecting ? kRejectTimeout : kRejectConsumer));
   }
 }
 
