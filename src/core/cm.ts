@@ -33,7 +33,6 @@ export const CM_PRIVATE_DATA_MAX = { connect: 56, accept: 196, reject: 148 } as 
 
 /** IB CM reject reasons the library words (the `status` of `REJECTED`). */
 export const CM_REJECT_REASONS: Readonly<Record<number, string>> = {
-  1: 'TIMEOUT',
   8: 'INVALID_SERVICE_ID',
   28: 'CONSUMER_REJECT',
 };
@@ -42,12 +41,6 @@ export const CM_REJECT_REASONS: Readonly<Record<number, string>> = {
 export const CM_REJECT_CONSUMER = 28;
 /** The reject reason when nobody listens on the port (invalid service ID). */
 export const CM_REJECT_NO_LISTENER = 8;
-/**
- * The reject reason the passive side sees when the active side gave up on
- * its request before any answer (its connect timed out or its id went
- * away): the kernel's CM sends this REJ (timeout), and so does the soft CM.
- */
-export const CM_REJECT_TIMEOUT = 1;
 
 /** A numeric IPv4 or IPv6 address (no name lookup) and a port. */
 export interface CmAddress {

@@ -3,7 +3,6 @@ import type { RunHelpers } from 'rxjs/testing';
 import {
   CM_REJECT_CONSUMER,
   CM_REJECT_NO_LISTENER,
-  CM_REJECT_TIMEOUT,
   CmAddress,
   CmConnParam,
   CmEvent,
@@ -325,14 +324,16 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     if (peer && !this.disconnectSent.has(id) && !peer.closed) {
       this.disconnectSent.add(id);
       // An active side that gives up before the connection is established
-      // withdraws its request with a REJ, as the kernel's CM does: reason
-      // 1 (timeout) while unanswered, 28 once the accept was sent.
-      const withdrawn = id.state === 'connecting' && (peer.state === 'requested' || peer.state === 'accepting');
-      const reason = peer.state === 'requested' ? CM_REJECT_TIMEOUT : CM_REJECT_CONSUMER;
+      // withdraws its request, as the kernel's CM does: a request nobody
+      // accepted yet hears nothing (its accept fails with EINVAL), one
+      // accepted gets REJECTED (reason 28).
+      const unaccepted = id.state === 'connecting' && peer.state === 'requested';
+      const withdrawn = id.state === 'connecting' && peer.state === 'accepting';
       this.later(peer, () => {
         if (peer.state === 'disconnected') return undefined;
         peer.state = 'disconnected';
-        return withdrawn ? event('REJECTED', peer, { status: reason }) : event('DISCONNECTED', peer);
+        if (unaccepted) return undefined;
+        return withdrawn ? event('REJECTED', peer, { status: CM_REJECT_CONSUMER }) : event('DISCONNECTED', peer);
       });
     }
   }

@@ -29,9 +29,10 @@
 //   is rejected (status 28, no private data). Backlog 0 means the default, 1024.
 // - A peer that goes away before the connection is established (its id
 //   destroyed, its listener destroyed with the request unread): REJECTED,
-//   status 28, no private data; status 1 (timeout) when it is the active
-//   side giving up before any answer, as the kernel's CM sends it (seen
-//   across two rxe hosts). After ESTABLISHED: DISCONNECTED.
+//   status 28, no private data. A passive id whose request was read but
+//   not accepted hears nothing (the kernel's ucma drops a new id's events
+//   until accept: seen across two rxe hosts); its accept fails with
+//   EINVAL. After ESTABLISHED: DISCONNECTED.
 #pragma once
 
 #include <condition_variable>
@@ -55,7 +56,6 @@ std::mutex& cm_mutex();
 
 constexpr int32_t kRejectConsumer = 28;        // IB CM: consumer defined
 constexpr int32_t kRejectInvalidService = 8;   // IB CM: invalid service id
-constexpr int32_t kRejectTimeout = 1;          // IB CM: the requester gave up (timeout)
 constexpr int kDefaultBacklog = 1024;
 
 struct IdState;
