@@ -27,6 +27,8 @@ const fds = () => fs.readdirSync('/proc/self/fd').length;
 const rssKiB = () => Math.round(process.memoryUsage().rss / 1024);
 const say = (who, line) => process.stdout.write(`cm-faults ${name} ${who}: ${line}\n`);
 
+/** Where a case is, for the watchdog's line. */
+let progress = 'starting';
 class Fail extends Error {}
 function check(ok, why) {
   if (!ok) throw new Fail(why);
@@ -448,8 +450,10 @@ const cases = {
     server: async (listener) => {
       let n = 0;
       await serveUntilDone(requestQueue(listener), async (r) => {
+        progress = `accepting request ${n + 1} from ${r.peerAddress?.host}:${r.peerAddress?.port}`;
         const conn = await r.accept();
         n++;
+        progress = `${n} accepted, waiting for the next request`;
         conn.disconnected$.subscribe({ complete: () => conn.close(), error: () => conn.close() });
       });
       return `${n} connections accepted and closed`;
@@ -467,6 +471,7 @@ const cases = {
       const WINDOW_CYCLES = Math.max(1, Math.round(CYCLES / 10));
       // Warm up first: the allocators grow to their working size.
       const cycle = async (i) => {
+        progress = `cycle ${i}`;
         try {
           (await rx.connect({ host, port })).close();
         } catch (err) {
@@ -653,7 +658,7 @@ async function main() {
     throw new Fail(`usage: cm-faults.js server|client|both <case> [host port]; cases: ${Object.keys(cases).join(', ')}`);
   }
   const watchdog = setTimeout(() => {
-    say(role, `FAIL: hung (still running after ${ms()} ms)`);
+    say(role, `FAIL: hung (still running after ${ms()} ms; ${progress})`);
     process.exit(2);
   }, Number(process.env.CM_FAULTS_TIMEOUT_MS ?? 120_000));
   watchdog.unref();
