@@ -24,6 +24,18 @@ const T0 = Date.now();
 const ms = () => Date.now() - T0;
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 const fds = () => fs.readdirSync('/proc/self/fd').length;
+const fdTargets = () =>
+  fs
+    .readdirSync('/proc/self/fd')
+    .map((f) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${f}`);
+      } catch {
+        return '?';
+      }
+    })
+    .filter((t) => !/^(pipe|socket):|^\/dev\/(null|pts)/.test(t))
+    .join(' ');
 const rssKiB = () => Math.round(process.memoryUsage().rss / 1024);
 const say = (who, line) => process.stdout.write(`cm-faults ${name} ${who}: ${line}\n`);
 
@@ -269,9 +281,10 @@ async function survive(s, who, baseFds, bound) {
   await within(s.until(() => s.returned === s.posted), 10_000, `every posted WR back (${s.posted} posted)`);
   const flushedOk = s.flushed > 0;
   s.close();
-  await sleep(100);
+  // Give a descriptor closed behind the scenes a moment; then name the extra ones.
+  for (let i = 0; i < 30 && fds() !== baseFds; i++) await sleep(100);
   const after = fds();
-  check(after === baseFds, `fds ${baseFds} before, ${after} after close`);
+  check(after === baseFds, `fds ${baseFds} before, ${after} after close (${how}; open: ${fdTargets()})`);
   return `${how} after ${ended} ms; ${s.received} received, ${s.sent} sent, ${s.posted} WRs posted = ${s.returned} returned (${s.flushed} WR_FLUSH_ERR${s.errors.length ? `, ${s.errors.join(', ')}` : ''}); closed; fds ${baseFds} -> ${after}${flushedOk ? '' : ' (none flushed)'}`;
 }
 
