@@ -25,9 +25,11 @@ type State = 'pending' | 'accepted' | 'rejected' | 'dropped';
  * A connection request (`CONNECT_REQUEST`) on a listener's `requests$`.
  * Answer it once: {@link ConnectionRequest.accept} or
  * {@link ConnectionRequest.reject}; a second answer throws
- * {@link RequestAnsweredError}. A request the peer gives up on, or that is
- * still unanswered when the listener closes, is dropped: accepting it then
- * rejects with {@link DisconnectedError} / `ListenerClosedError`.
+ * {@link RequestAnsweredError}. Accepting a request its peer gave up on
+ * (its connect timed out: the CM gives this side no event for that)
+ * rejects with {@link DisconnectedError}; one still unanswered when the
+ * listener closes is dropped, and accepting it rejects with
+ * `ListenerClosedError`.
  */
 export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
   /** The peer's address. */
@@ -114,7 +116,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
           resolve(connection);
           return;
         }
-        const error = setupFailure(e, peer);
+        const error = passiveFailure(e, peer);
         if (error) fail(error);
       };
       try {
@@ -125,11 +127,14 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
           channels.push(own);
         }
         resources = port.createResources(id, opts as object);
-        port.modifyQp(id, resources, 'INIT');
-        port.modifyQp(id, resources, 'RTR');
-        port.modifyQp(id, resources, 'RTS');
+        const r = resources;
+        this.answering(() => {
+          port.modifyQp(id, r, 'INIT');
+          port.modifyQp(id, r, 'RTR');
+          port.modifyQp(id, r, 'RTS');
+        });
         prepare?.(resources);
-        id.accept({ qpNum: resources.qpNum, privateData });
+        this.answering(() => id.accept({ qpNum: r.qpNum, privateData }));
       } catch (err) {
         fail(err);
       } finally {
@@ -174,10 +179,31 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       this.target(e);
       return;
     }
-    // Unanswered and the peer gave up (its connect timed out or it went away).
-    if (this.state === 'pending' && (e.type === 'DISCONNECTED' || e.type === 'CONNECT_ERROR' || e.type === 'DEVICE_REMOVAL')) {
-      this.drop(setupFailure(e, this.peerAddress ?? undefined) ?? new DisconnectedError('the peer gave up'));
+    // Unanswered and the connection or the device went (the kernel's rdma_cm
+    // says nothing of a peer that withdraws an unaccepted request: accept()
+    // finds out, see answering()).
+    if (this.state === 'pending') {
+      const error = passiveFailure(e, this.peerAddress ?? undefined);
+      if (!error) return;
+      this.drop(error);
       this.parts.settled(this);
+    }
+  }
+
+  /**
+   * Runs a CM step of the accept. The kernel's rdma_cm tells the passive
+   * side nothing when the peer withdraws a request nobody accepted yet (its
+   * ucma drops events of a new id until accept); the id's CM state is just
+   * gone, so the step fails with EINVAL: that is the peer having given up.
+   */
+  private answering(step: () => void): void {
+    try {
+      step();
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'EINVAL') throw err;
+      const peer = this.peerAddress ?? undefined;
+      const from = peer ? ` from ${peer.host}:${peer.port}` : '';
+      throw new DisconnectedError(`The connection request${from} is gone: the peer gave up before it was accepted`, peer, err);
     }
   }
 
@@ -193,6 +219,17 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       attempt(() => shared.release());
     }
   }
+}
+
+/**
+ * The typed error a failure event means for a request being answered: as
+ * on the active side, except that a REJECTED here means the peer gave up
+ * (its connect timed out or its id went away after the accept was sent).
+ */
+function passiveFailure(e: CmEvent, peer: CmAddress | undefined): Error | undefined {
+  if (e.type !== 'REJECTED') return setupFailure(e, peer);
+  const from = peer ? ` from ${peer.host}:${peer.port}` : '';
+  return new DisconnectedError(`The connection request${from} was withdrawn by the peer before it was established (reject reason ${e.status})`, peer);
 }
 
 function checkOptions<T>(value: T): T {

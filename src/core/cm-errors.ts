@@ -141,8 +141,8 @@ export class DeviceRemovedError extends CmError {
 export class DisconnectedError extends CmError {
   override readonly name = 'DisconnectedError';
   readonly code = CM_ERROR_CODES.DISCONNECTED;
-  constructor(message: string, peer?: CmAddress) {
-    super(message, { peer });
+  constructor(message: string, peer?: CmAddress, cause?: unknown) {
+    super(message, { peer, cause });
   }
 }
 

@@ -323,10 +323,17 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     const peer = id.peer;
     if (peer && !this.disconnectSent.has(id) && !peer.closed) {
       this.disconnectSent.add(id);
+      // An active side that gives up before the connection is established
+      // withdraws its request, as the kernel's CM does: a request nobody
+      // accepted yet hears nothing (its accept fails with EINVAL), one
+      // accepted gets REJECTED (reason 28).
+      const unaccepted = id.state === 'connecting' && peer.state === 'requested';
+      const withdrawn = id.state === 'connecting' && peer.state === 'accepting';
       this.later(peer, () => {
         if (peer.state === 'disconnected') return undefined;
         peer.state = 'disconnected';
-        return event('DISCONNECTED', peer);
+        if (unaccepted) return undefined;
+        return withdrawn ? event('REJECTED', peer, { status: CM_REJECT_CONSUMER }) : event('DISCONNECTED', peer);
       });
     }
   }

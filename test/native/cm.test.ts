@@ -297,7 +297,7 @@ describe('soft CM: endings and failures', () => {
     }
   });
 
-  itSoft('a client that gives up before the answer (its id closed): the server id gets REJECTED; an unread request is withdrawn', async () => {
+  itSoft('a client that gives up before the answer (its id closed): the server id hears nothing (as rxe) and its accept fails; an unread request is withdrawn', async () => {
     const { log: server, id: listener, port } = listening();
     const client = new EventLog(b.createCmChannel('soft'));
     const ids = [listener];
@@ -307,7 +307,9 @@ describe('soft CM: endings and failures', () => {
       const req = await server.next(CmEvent.CONNECT_REQUEST);
       ids.push(req.id);
       id.close();
-      expect((await server.next(CmEvent.REJECTED)).id).toBe(req.id);
+      // The kernel's ucma drops a new id's events until it is accepted: no
+      // REJECTED here; the accept finds the request gone.
+      await expect(server.next(undefined, 300)).rejects.toThrow(/no CM event/);
       expectThrow(() => req.id.accept({ qpNum: 1 }), 'Error', { code: 'EINVAL' });
 
       // Unread: the listener's channel is not read until after the client left.
@@ -370,7 +372,9 @@ describe('soft CM: endings and failures', () => {
       expect(read.map((e) => e.type)).toEqual([CmEvent.CONNECT_REQUEST, CmEvent.CONNECT_REQUEST]);
       ids.push(...read.map((e) => e.id));
       await connect();
-      expect(quiet.readEvents().map((e) => e.type)).toEqual([CmEvent.CONNECT_REQUEST]);
+      const fourth = quiet.readEvents();
+      expect(fourth.map((e) => e.type)).toEqual([CmEvent.CONNECT_REQUEST]);
+      ids.push(...fourth.map((e) => e.id));
     } finally {
       for (const id of ids) id.close();
       for (const e of quiet.readEvents()) e.id.close();

@@ -118,6 +118,8 @@ module.exports = [
   cmPair,
   // rx-verbs' own commands and examples/06 against rdma-core's tools.
   ...require('./pair-cases-cli'),
+  // Issue 15's fault list through the library's API (cm-faults.js).
+  ...require('./pair-cases-faults'),
   peerKilled,
   linkDown,
 ];

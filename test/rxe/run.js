@@ -24,7 +24,7 @@
 //      RXE_NATIVE_FILES=qp.test.ts,arm.test.ts (only these native files)
 //      RXE_INTEROP_CASES / RXE_CLI_CASES (lines "server client size iters events")
 //      RXE_PAIR_CASES=<regexp> (only the pair cases whose names match)
-//      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=600 (s, both guests)
+//      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=900 (s, both guests)
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
@@ -228,7 +228,7 @@ const PAIR = [
 
 async function runPair(o) {
   const t0 = Date.now();
-  const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || 600);
+  const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || 900);
   const mem = process.env.RXE_PAIR_MEM || 1536;
   const ports = [await freePort()];
   while (ports.length < 2) {

@@ -210,15 +210,16 @@ describe('connections (virtual CM, real time)', () => {
     listener.close();
   });
 
-  it('a request left unanswered until the peer gives up is dropped: accepting it fails with DisconnectedError', async () => {
+  it('a request left unanswered until the peer gives up: no event (as rxe), accepting it fails with DisconnectedError', async () => {
     const listener = listen({ ...addr, cm });
     const pending = nextRequest(listener);
     const attempt = connect$({ ...addr, cm }).subscribe({ error: () => undefined });
     const req = await pending;
     attempt.unsubscribe(); // the client gives up
     await new Promise((r) => setTimeout(r, 5));
-    expect(req.answer).toBe('dropped');
+    expect(req.answer).toBe('pending');
     await expect(req.accept()).rejects.toBeInstanceOf(DisconnectedError);
+    expect(req.answer).toBe('accepted');
     listener.close();
   });
 

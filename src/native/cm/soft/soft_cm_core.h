@@ -29,7 +29,10 @@
 //   is rejected (status 28, no private data). Backlog 0 means the default, 1024.
 // - A peer that goes away before the connection is established (its id
 //   destroyed, its listener destroyed with the request unread): REJECTED,
-//   status 28, no private data. After ESTABLISHED: DISCONNECTED.
+//   status 28, no private data. A passive id whose request was read but
+//   not accepted hears nothing (the kernel's ucma drops a new id's events
+//   until accept: seen across two rxe hosts); its accept fails with
+//   EINVAL. After ESTABLISHED: DISCONNECTED.
 #pragma once
 
 #include <condition_variable>

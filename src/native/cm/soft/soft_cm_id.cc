@@ -72,6 +72,10 @@ void tell_peer_gone(IdState* gone, St was) {
     push_event(p->ch.get(), make_event(event_type::DISCONNECTED, p));
   } else if (p->listener) {
     // Its request is still queued, unread: it is withdrawn.
+  } else if (p->st == St::ReqReceived) {
+    // Read but not accepted: the kernel's ucma drops the events of a new id
+    // until accept, so nothing is said; accept() then fails with EINVAL.
+    p->st = St::Rejected;
   } else {
     p->st = St::Rejected;
     push_event(p->ch.get(), make_event(event_type::REJECTED, p, kRejectConsumer));
