@@ -11,8 +11,11 @@
 // The guests run one after the other (the host has few cores). Exits
 // non-zero if a part failed or produced no report; ends with one summary line.
 //
-// usage: test/rxe/run.js [--jest-only | --interop-only | --pair-only]
+// usage: test/rxe/run.js [--jest-only | --interop-only | --pair-only | --bench-pair]
 //                        [--output FILE] [--quick] [--verbose] [-- JEST ARGS...]
+//   --bench-pair    the pair guests run the cross-host benchmarks of
+//                   bench/cm instead of the test cases; figures in
+//                   bench/results/rxe-pair.json and a table
 //   --output FILE   write the merged report (jest --json format; the interop
 //                   and pair cases appear as the suites test/rxe/interop and
 //                   test/rxe/pair) to FILE
@@ -25,12 +28,15 @@
 //      RXE_INTEROP_CASES / RXE_CLI_CASES (lines "server client size iters events")
 //      RXE_PAIR_CASES=<regexp> (only the pair cases whose names match)
 //      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=600 (s, both guests)
+//      RXE_PAIR_BENCH=after (the pair part runs the benchmarks after its cases)
+//      RXE_BENCH_PAIR_OUT=bench/results/rxe-pair.json (where their figures go)
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { bootGuest, freePort, waitListening } = require('./qemu');
 const { ensureFreshDist } = require('../../scripts/test/dist');
+const { buildCmLoop } = require('../../bench/cm/build');
 
 const RXE_DIR = __dirname;
 const ROOT = path.resolve(RXE_DIR, '..', '..');
@@ -52,12 +58,19 @@ function usage() {
 }
 
 function parseArgs(argv) {
-  const o = { parts: (process.env.RXE_PARTS ?? 'jest interop pair').split(/[\s,]+/).filter(Boolean), output: '', quick: false, verbose: false, jestArgs: [] };
+  const o = {
+    parts: (process.env.RXE_PARTS ?? 'jest interop pair').split(/[\s,]+/).filter(Boolean),
+    pairBench: process.env.RXE_PAIR_BENCH ?? '', output: '', quick: false, verbose: false, jestArgs: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--jest-only') o.parts = ['jest'];
     else if (a === '--interop-only') o.parts = ['interop'];
     else if (a === '--pair-only') o.parts = ['pair'];
+    else if (a === '--bench-pair') {
+      o.parts = ['pair'];
+      o.pairBench = 'only';
+    }
     else if (a === '--output') {
       if (!argv[i + 1]) throw new Error('--output needs a file');
       o.output = argv[++i];
@@ -74,6 +87,7 @@ function parseArgs(argv) {
   }
   const unknown = o.parts.filter((p) => !['jest', 'interop', 'pair'].includes(p));
   if (unknown.length) throw new Error(`unknown part(s) in RXE_PARTS: ${unknown.join(' ')} (jest, interop, pair)`);
+  if (!['', 'only', 'after'].includes(o.pairBench)) throw new Error(`RXE_PAIR_BENCH is 'only' or 'after' (got ${o.pairBench})`);
   if (o.output) o.output = path.resolve(o.output);
   return o;
 }
@@ -120,6 +134,7 @@ function prepare(o) {
     say('the CLI is not built: npx tsc -p tsconfig.build.json');
     return false;
   }
+  if (o.pairBench && o.parts.includes('pair') && !buildCmLoop({ log: say })) return false;
   if (!fs.existsSync(INITRAMFS) || newer(path.join(RXE_DIR, 'init'), INITRAMFS) || newer(order, INITRAMFS)) {
     if (!sh('build-initramfs.sh')) return false;
   }
@@ -240,6 +255,7 @@ async function runPair(o) {
       RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer, RXE_MAC: g.mac,
       RXE_CTRL_SELF: g.ctrlSelf, RXE_CTRL_PEER: g.ctrlPeer, RXE_CTRL_MAC: g.ctrlMac,
       RXE_PAIR_CASES: process.env.RXE_PAIR_CASES ?? '', RXE_QUICK: o.quick ? '1' : '0', RXE_FAST_TAR: FAST_TAR,
+      RXE_PAIR_BENCH: o.pairBench,
     });
     // Guest a listens on the host's loopback, guest b connects: QEMU relays
     // the Ethernet frames between the two, and nothing else joins the link.
@@ -266,9 +282,18 @@ async function runPair(o) {
   for (const [i, rc] of rcs.entries()) {
     if (rc === undefined) say(`pair: guest ${PAIR[i].role} reported no exit status; console: ${path.relative(ROOT, path.join(OUT, `pair-${PAIR[i].role}`, 'console.log'))}`);
   }
-  const rc = rcs.every((r) => r === 0) ? 0 : 1;
+  let rc = rcs.every((r) => r === 0) ? 0 : 1;
   fs.appendFileSync(path.join(OUT, 'status'), `pair ${rc} ${seconds(t0)}\n`);
+  if (o.pairBench) rc = pairBenchReport(o) || rc;
   return rc;
+}
+
+/** The benchmarks' figures (guest b's bench.jsonl): the JSON file and the table; non-zero when a ratio is missing. */
+function pairBenchReport(o) {
+  const out = path.resolve(process.env.RXE_BENCH_PAIR_OUT || path.join(ROOT, 'bench', 'results', 'rxe-pair.json'));
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'cm', 'pair-report.js'), path.join(OUT, 'pair-b', 'bench.jsonl'), out, o.quick ? 'quick' : 'full'],
+    { stdio: ['ignore', 2, 2] });
+  return r.status === 0 ? 0 : 1;
 }
 
 function finish(o, rc) {
