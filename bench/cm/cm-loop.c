@@ -5,7 +5,7 @@
  * host's binary.
  *
  *   cm-loop server ADDR PORT COUNT        accept COUNT connections (0: until killed)
- *   cm-loop client ADDR PORT COUNT INFLIGHT
+ *   cm-loop client ADDR PORT COUNT INFLIGHT [WARMUP]
  *
  * Each connection makes what a connection of rx-verbs makes (a PD, a
  * completion channel, a CQ on it, an RC QP), so both sides of a comparison
@@ -14,7 +14,9 @@
  * resources, the connect), then disconnects and releases everything;
  * INFLIGHT connections run at once (1: one after another). It prints one
  * human line and one `BENCH {json}` line; exit 0 only when every connection
- * was established and closed.
+ * was established and closed. WARMUP connections (default 0) go first, one
+ * at a time, and are not counted: the first connection of a process also
+ * pays for opening the device.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -153,7 +155,21 @@ static int cmp(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+static int run_client(const char *host, const char *port, long count, long inflight);
+
+/* One connection, not timed: the first of a process opens the device. */
+static int warm_up(const char *host, const char *port, long n) {
+  for (long i = 0; i < n; i++) {
+    int rc = run_client(host, port, -1, 1);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* COUNT < 0: one quiet connection (warm_up). */
 static int run_client(const char *host, const char *port, long count, long inflight) {
+  const int quiet = count < 0;
+  if (quiet) count = 1;
   struct rdma_event_channel *ch = rdma_create_event_channel();
   struct sockaddr_in a = address(host, port);
   double *us = calloc((size_t)count, sizeof *us);
@@ -210,7 +226,7 @@ static int run_client(const char *host, const char *port, long count, long infli
         return 1;
     }
   }
-  {
+  if (!quiet) {
     double seconds = (now_us() - t_start) / 1e6;
     double p50, p99;
     qsort(us, (size_t)count, sizeof *us, cmp);
@@ -232,8 +248,10 @@ static int run_client(const char *host, const char *port, long count, long infli
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 5 && strcmp(argv[1], "server") == 0) return run_server(argv[2], argv[3], atol(argv[4]));
-  if (argc == 6 && strcmp(argv[1], "client") == 0 && atol(argv[4]) > 0 && atol(argv[5]) > 0)
-    return run_client(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
-  fprintf(stderr, "usage: cm-loop server ADDR PORT COUNT | cm-loop client ADDR PORT COUNT INFLIGHT\n");
+  if ((argc == 6 || argc == 7) && strcmp(argv[1], "client") == 0 && atol(argv[4]) > 0 && atol(argv[5]) > 0) {
+    int rc = warm_up(argv[2], argv[3], argc == 7 ? atol(argv[6]) : 0);
+    return rc ? rc : run_client(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
+  }
+  fprintf(stderr, "usage: cm-loop server ADDR PORT COUNT | cm-loop client ADDR PORT COUNT INFLIGHT [WARMUP]\n");
   return 2;
 }

@@ -3,13 +3,14 @@
 // (bench/cm/README.md), against cm-loop (the native librdmacm loop) on the
 // other guest. Uses the built package (dist/), as users do.
 //
-//   node bench/cm/ours.js connect HOST PORT COUNT   connect() COUNT times, one after another
+//   node bench/cm/ours.js connect HOST PORT COUNT [WARMUP]   connect() COUNT times, one after another
 //   node bench/cm/ours.js listen HOST PORT COUNT    a Listener accepting COUNT connections
 //
 // connect times each connection from the call to established (the promise
 // settling: address and route resolution, PD, CQ on a completion channel,
 // QP, connect), closes it and starts the next; it prints one human line
-// and one `BENCH {json}` line. listen accepts every request with the same
+// and one `BENCH {json}` line. WARMUP connections (default 0) go first and
+// are not counted (the first one opens the device), as cm-loop's. listen accepts every request with the same
 // resources cm-loop makes, closes each connection once its peer
 // disconnected, and exits when COUNT have come and gone.
 'use strict';
@@ -19,13 +20,15 @@ const { connect, listen } = require('../../dist');
 /** What cm-loop makes for a connection: one CQ of 32 and 16 WRs each way. */
 const RESOURCES = { cqe: 32, cap: { maxSendWr: 16, maxRecvWr: 16, maxSendSge: 1, maxRecvSge: 1 } };
 
-const [mode, host, portArg, countArg] = process.argv.slice(2);
+const [mode, host, portArg, countArg, warmupArg = '0'] = process.argv.slice(2);
 const port = Number(portArg);
 const count = Number(countArg);
+const warmup = Number(warmupArg);
 
 const at = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
 async function runConnect() {
+  for (let i = 0; i < warmup; i++) (await connect({ host, port, ...RESOURCES })).close();
   const us = new Float64Array(count);
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
@@ -79,8 +82,8 @@ function runListen() {
   });
 }
 
-if (!['connect', 'listen'].includes(mode) || !host || !(port > 0) || !(count > 0)) {
-  process.stderr.write('usage: node bench/cm/ours.js connect|listen HOST PORT COUNT\n');
+if (!['connect', 'listen'].includes(mode) || !host || !(port > 0) || !(count > 0) || !(Number.isInteger(warmup) && warmup >= 0)) {
+  process.stderr.write('usage: node bench/cm/ours.js connect HOST PORT COUNT [WARMUP] | listen HOST PORT COUNT\n');
   process.exit(2);
 }
 (mode === 'connect' ? runConnect() : runListen()).then(

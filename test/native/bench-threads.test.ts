@@ -13,8 +13,8 @@ async function scenario(name: string): Promise<Record<string, unknown>> {
 
 // The native benchmark baselines run threads over objects JS owns (issue 16,
 // item 7); under `npm run test:asan` these also show no use after close.
-// The bench runs on soft devices only: the baselines connect without a GRH
-// (RoCE needs one) and their addon is not packed into the rxe VM.
+// The scenarios run on soft0 (the fixture opens it by name): they are
+// about the threads, not the device.
 describe('benchmark threads under hostile JavaScript', () => {
   // The baselines are their own addon (bench/native), not part of the product:
   // build it (incrementally) unless the run points at one (the sanitizer run).

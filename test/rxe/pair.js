@@ -145,7 +145,7 @@ function recordBench(c, out) {
     return `its figures could not be read: ${e.message}`;
   }
   if (!figures) return "the client's output has no figures";
-  fs.appendFileSync(path.join(OUT, 'bench.jsonl'), `${JSON.stringify({ name: c.name, group: c.bench.group, impl: c.bench.impl, ...figures })}\n`);
+  fs.appendFileSync(path.join(OUT, 'bench.jsonl'), `${JSON.stringify({ ...figures, name: c.name, group: c.bench.group, impl: c.bench.impl })}\n`);
   return undefined;
 }
 
