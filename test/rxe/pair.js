@@ -151,7 +151,7 @@ function recordBench(c, out) {
 
 async function driver(local) {
   const quick = process.env.RXE_QUICK === '1';
-  const cases = caseList(quick);
+  const cases = caseList(quick || process.env.RXE_BENCH_QUICK === '1');
   const only = process.env.RXE_PAIR_CASES ? new RegExp(process.env.RXE_PAIR_CASES) : undefined;
   // Destructive cases (they take a link or a device away) run last, each
   // followed by a reset of both hosts.

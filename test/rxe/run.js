@@ -33,7 +33,7 @@
 //      RXE_PAIR_CASES=<regexp> (only the pair cases whose names match)
 //      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=600 (s, both guests; 1200 with the benchmarks)
 //      RXE_PAIR_BENCH=after (the pair part runs the benchmarks after its cases)
-//      RXE_BENCH_QUICK=1 (the bench part's --quick; also with --quick)
+//      RXE_BENCH_QUICK=1 (the benchmarks' quick modes, bench part and pair; also with --quick)
 //      RXE_BENCH_OUT=bench/results/rxe.json (where the bench part's results go)
 //      RXE_BENCH_PAIR_OUT=bench/results/rxe-pair.json (where their figures go)
 'use strict';
@@ -298,7 +298,7 @@ async function runPair(o) {
       RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer, RXE_MAC: g.mac,
       RXE_CTRL_SELF: g.ctrlSelf, RXE_CTRL_PEER: g.ctrlPeer, RXE_CTRL_MAC: g.ctrlMac,
       RXE_PAIR_CASES: process.env.RXE_PAIR_CASES ?? '', RXE_QUICK: o.quick ? '1' : '0', RXE_FAST_TAR: FAST_TAR,
-      RXE_PAIR_BENCH: o.pairBench,
+      RXE_PAIR_BENCH: o.pairBench, RXE_BENCH_QUICK: process.env.RXE_BENCH_QUICK === '1' ? '1' : '0',
     });
     // Guest a listens on the host's loopback, guest b connects: QEMU relays
     // the Ethernet frames between the two, and nothing else joins the link.
