@@ -20,7 +20,9 @@ const at = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sort
 /** One variant's merged connection set-up samples. */
 function connectStats(rows) {
   const us = Float64Array.from(rows.flatMap((r) => r.us)).sort();
-  return { rounds: rows.length, samples: us.length, p50Us: at(us, 0.5), p99Us: at(us, 0.99), roundP50Us: rows.map((r) => r.p50Us) };
+  // The client's CPU per connection (best round): how much of a set-up is the client's own work.
+  const cpu = rows.map((r) => r.cpuUsPerConnection).filter((x) => typeof x === 'number');
+  return { rounds: rows.length, samples: us.length, p50Us: at(us, 0.5), p99Us: at(us, 0.99), roundP50Us: rows.map((r) => r.p50Us), cpuUsPerConnection: cpu.length ? Math.min(...cpu) : undefined };
 }
 
 /** Builds the results object from the records of one boot. */
@@ -67,9 +69,9 @@ function format(r) {
   if (r.connect) {
     const { native, ours } = r.connect;
     rows.push('', 'Connection set-up, connect -> established (us), one at a time against cm-loop\'s server');
-    rows.push('variant                      samples  p50       p99       per-round p50');
+    rows.push('variant                      samples  p50       p99       client CPU/conn  per-round p50');
     for (const [name, s] of [['cm-loop (librdmacm, C)', native], ['rx-verbs connect()', ours]]) {
-      rows.push(`${name.padEnd(28)} ${String(s.samples).padEnd(8)} ${f(s.p50Us).padEnd(9)} ${f(s.p99Us).padEnd(9)} ${s.roundP50Us.map((x) => f(x)).join(' ')}`);
+      rows.push(`${name.padEnd(28)} ${String(s.samples).padEnd(8)} ${f(s.p50Us).padEnd(9)} ${f(s.p99Us).padEnd(9)} ${f(s.cpuUsPerConnection).padEnd(16)} ${s.roundP50Us.map((x) => f(x)).join(' ')}`);
     }
     rows.push(`ratio ours / native          p50 ${f(r.connectP50RatioToNative, 2)}   p99 ${f(r.connectP99RatioToNative, 2)}`);
   }
