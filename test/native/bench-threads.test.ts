@@ -23,6 +23,14 @@ describe('benchmark threads under hostile JavaScript', () => {
     if (benchAddon.build() !== 0) throw new Error(`could not build the bench addon: ${benchAddon.BUILD_HINT}`);
   }, 900_000);
 
+  itSoft('a gidIndex that is not an integer in [0, 255] is refused before anything is made', () => {
+    const bench = benchAddon.load();
+    for (const gidIndex of [-1, 256, 1.5, 'x', null]) {
+      expect(() => bench.ping({ device: 'soft0', iters: 1, warmup: 0, gidIndex } as never)).toThrow(/gidIndex/);
+      expect(() => bench.drain({ device: 'soft0', total: 1, gidIndex } as never)).toThrow(/gidIndex/);
+    }
+  });
+
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
     const out = await scenario('counter');
     expect(out.counterBytes).toBeGreaterThanOrEqual(64);
