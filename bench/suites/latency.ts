@@ -5,7 +5,7 @@ import { ackEvents, batchCompletions, drainCq, openDevice, rearm, WcBatch, WC_OP
 import type { BenchHandle } from '../native/addon';
 import { fmt } from './format';
 import { HistogramBucket, logHistogram } from './histogram';
-import { RunConfig, gidArg, native } from './rig';
+import { RunConfig, gidArg, native, scaled } from './rig';
 
 export interface LatencyStats {
   variant: string;
@@ -126,8 +126,8 @@ export function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number
 }
 
 export async function latency(cfg: RunConfig) {
-  const iters = cfg.quick ? 3000 : 30_000;
-  const warmup = cfg.quick ? 200 : 1000;
+  const iters = scaled(cfg, cfg.quick ? 3000 : 30_000, 100);
+  const warmup = scaled(cfg, cfg.quick ? 200 : 1000, 10);
   const chunks = cfg.quick ? 3 : 6;
   const spinUs = 200;
   const per = Math.ceil(iters / chunks);

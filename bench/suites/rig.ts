@@ -10,8 +10,17 @@ export interface RunConfig {
   device: string;
   /** The GID index QPs of the device reach each other by (RoCE, e.g. rxe0 on the loopback); undefined: LID routing (soft, InfiniBand). */
   gidIndex?: number;
+  /**
+   * Scales the work of the throughput, event-rate and latency suites (WCs,
+   * round trips; default 1): rxe0 under QEMU's emulation moves a few
+   * thousand WCs a second, where soft0 moves millions.
+   */
+  scale?: number;
   log: (line: string) => void;
 }
+
+/** `n` scaled by the run's `scale`, at least `min`. */
+export const scaled = (cfg: RunConfig, n: number, min = 1): number => Math.max(min, Math.round(n * (cfg.scale ?? 1)));
 
 /** The `gidIndex` argument of the native baselines, when the device needs one. */
 export const gidArg = (cfg: RunConfig): { gidIndex?: number } => (cfg.gidIndex === undefined ? {} : { gidIndex: cfg.gidIndex });
