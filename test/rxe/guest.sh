@@ -188,7 +188,7 @@ fi
 # bench/build (the suites) and the bench addon were built on the host; the
 # native baselines run on rxe0 in the same process and run. Always the
 # suites' quick shape: under TCG rxe0 moves ~10k WC/s, soft0 millions;
-# RXE_BENCH_SCALE (from run.js) sizes the work (0.1 for the CI smoke run).
+# RXE_BENCH_SCALE (from run.js: 0.5, 0.1 when quick) sizes the work.
 if has_part bench; then
   t=$EPOCHREALTIME
   bargs=(--quick --scale "${RXE_BENCH_SCALE:-1}" --only "${RXE_BENCH_SUITES:-throughput,eventRate,latency}" -d rxe0 -g "$GID_IDX" --out "$OUT/bench.json")

@@ -34,7 +34,7 @@
 //      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=600 (s, both guests; 1200 with the benchmarks)
 //      RXE_PAIR_BENCH=after (the pair part runs the benchmarks after its cases)
 //      RXE_BENCH_QUICK=1 (the benchmarks' quick modes, bench part and pair; also with --quick)
-//      RXE_BENCH_SCALE=1 (the bench part's --scale; 0.1 when quick)
+//      RXE_BENCH_SCALE=0.5 (the bench part's --scale; 0.1 when quick)
 //      RXE_BENCH_OUT=bench/results/rxe.json (where the bench part's results go)
 //      RXE_BENCH_PAIR_OUT=bench/results/rxe-pair.json (where their figures go)
 'use strict';
@@ -241,7 +241,7 @@ async function runSingle(o, parts, jestArgs) {
     RXE_INTEROP_CASES: process.env.RXE_INTEROP_CASES ?? (o.quick ? QUICK_INTEROP : FULL_INTEROP).join('\n'),
     RXE_CLI_CASES: process.env.RXE_CLI_CASES ?? (o.quick ? QUICK_CLI : FULL_CLI).join('\n'),
     RXE_FAST_TAR: FAST_TAR,
-    RXE_BENCH_SCALE: process.env.RXE_BENCH_SCALE ?? (o.quick || process.env.RXE_BENCH_QUICK === '1' ? '0.1' : '1'),
+    RXE_BENCH_SCALE: process.env.RXE_BENCH_SCALE ?? (o.quick || process.env.RXE_BENCH_QUICK === '1' ? '0.1' : '0.5'),
   });
   const smp = process.env.RXE_SMP || 2;
   const mem = process.env.RXE_MEM || 3072;
