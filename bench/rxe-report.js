@@ -23,6 +23,17 @@ function missingRatios(r) {
   return Object.entries(RATIOS).filter(([name, get]) => ran(name) && !Number.isFinite(get(r))).map(([name]) => name);
 }
 
+/** The targets of the real-kernel run (issue 12), judged on the ratios of the same run. */
+function rxeTargets(r) {
+  const t = [];
+  const add = (name, target, value, met) => {
+    if (Number.isFinite(value)) t.push({ name, target, value, met: met(value) });
+  };
+  add('rxe0: event-mode round trip p50, ours (cq.completions$) / native', '<= 1.2', r.latency?.p50RatioToNative, (v) => v <= 1.2);
+  add('rxe0: drain throughput, ours (cq.completions$) / native, worst unpaced depth', '>= 0.8', r.throughput?.ratioToNative, (v) => v >= 0.8);
+  return t;
+}
+
 function main(argv) {
   const [file, flag, pairFile] = argv;
   if (!file || (flag !== undefined && (flag !== '--pair' || !pairFile))) {
@@ -34,8 +45,12 @@ function main(argv) {
     r.pair = JSON.parse(fs.readFileSync(pairFile, 'utf8'));
     fs.writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
   }
+  r.rxeTargets = rxeTargets(r);
+  fs.writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
   const { formatResults } = require(path.join(__dirname, 'build', 'report.js'));
   process.stdout.write(`${formatResults(r)}\n`);
+  process.stdout.write(`\nTargets on rxe0 (scale ${r.meta?.scale ?? 1}; QEMU/TCG: the ratios move between boots)\n`);
+  for (const t of r.rxeTargets) process.stdout.write(`  ${t.name}: ${t.target}, measured ${t.value.toFixed(3)} ${t.met ? 'met' : 'NOT met'}\n`);
   if (r.pair) process.stdout.write(`\n${require('./cm/pair-report').format(r.pair)}\n`);
   const missing = [...missingRatios(r), ...(r.pair ? require('./cm/pair-report').missingRatios(r.pair) : [])];
   if (missing.length) {
