@@ -27,7 +27,7 @@
 //   -- ARGS         jest arguments instead of the default (the whole of
 //                   test/native/ as one test file, see native-suite.ts)
 // env: RXE_PARTS="jest interop pair"  RXE_SMP=2  RXE_MEM=3072 (MiB)
-//      RXE_TIMEOUT=900 (s, the jest+interop VM)  RXE_CACHE_DIR=test/rxe/.cache
+//      RXE_TIMEOUT=900 (s, the jest+interop VM; 1200 with bench)  RXE_CACHE_DIR=test/rxe/.cache
 //      RXE_NATIVE_FILES=qp.test.ts,arm.test.ts (only these native files)
 //      RXE_INTEROP_CASES / RXE_CLI_CASES (lines "server client size iters events")
 //      RXE_PAIR_CASES=<regexp> (only the pair cases whose names match)
@@ -231,7 +231,8 @@ const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 
 async function runSingle(o, parts, jestArgs) {
-  const timeoutS = Number(process.env.RXE_TIMEOUT || 900);
+  // The bench part adds its own minutes to the jest+interop guest's bound.
+  const timeoutS = Number(process.env.RXE_TIMEOUT || (parts.includes('bench') ? 1200 : 900));
   writeEnv(path.join(OUT, 'guest.env'), {
     RXE_PROJECT: ROOT,
     RXE_PARTS: parts.join(' '),
