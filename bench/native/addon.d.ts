@@ -29,16 +29,24 @@ export interface DrainResult {
   error?: string;
 }
 
-/** The native benchmark baselines. */
+/**
+ * How the baselines' QPs reach each other on one port: `gidIndex` (0..255)
+ * on RoCE (rxe0: the index of ::ffff:127.0.0.1); absent, by LID (soft devices).
+ */
+export interface RouteArgs {
+  gidIndex?: number;
+}
+
+/** The native benchmark baselines. A `device` is a soft device's name or a libibverbs one (rxe0). */
 export interface BenchAddon {
-  /** The native event-mode drain loop over its own soft device, run to completion. */
-  drain(args: ProducerArgs & { device?: string; cqe?: number; ackEvery?: number }): DrainResult;
+  /** The native event-mode drain loop over its own device, run to completion. */
+  drain(args: ProducerArgs & RouteArgs & { device?: string; cqe?: number; ackEvery?: number }): DrainResult;
   /** CPU seconds the calling thread has used. */
   threadCpu(): number;
   /** The native ping-pong against a native echo; round trips in microseconds. */
-  ping(args: { device?: string; mode?: 'event' | 'poll'; iters?: number; warmup?: number }): ArrayBuffer;
+  ping(args: RouteArgs & { device?: string; mode?: 'event' | 'poll'; iters?: number; warmup?: number }): ArrayBuffer;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
-  producerCreate(args: { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
+  producerCreate(args: RouteArgs & { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
   /** Starts (or restarts) posting; returns at once. */
   producerStart(handle: BenchHandle, args: ProducerArgs): void;
   /** Stops the thread (joins it); what it posted, nothing once closed. */
@@ -46,13 +54,13 @@ export interface BenchAddon {
   /** Stops the thread, destroys its QPs and MR, and lets go of the JS objects it held. */
   producerClose(handle: BenchHandle): void;
   /** The naive binding: its own device, one JS call with a fresh object per completion. */
-  naiveCreate(args: { device?: string; cqe?: number; ackEvery?: number; callback: (wc: { wrId: bigint; status: number; opcode: number; byteLen: number; qpNum: number }) => void }): BenchHandle;
+  naiveCreate(args: RouteArgs & { device?: string; cqe?: number; ackEvery?: number; callback: (wc: { wrId: bigint; status: number; opcode: number; byteLen: number; qpNum: number }) => void }): BenchHandle;
   /** Starts watching the channel and the producer feeding it. */
   naiveStart(handle: BenchHandle, args: ProducerArgs): void;
   /** Stops and releases everything; what it saw. */
   naiveClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; error?: string };
   /** A native echo peer connected to the QP `peerQpNum` on the JS context and PD given. */
-  echoCreate(args: { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
+  echoCreate(args: RouteArgs & { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
   /** Starts answering, sleeping on its channel (`event`) or busy-polling (`poll`). */
   echoStart(handle: BenchHandle, args: { mode?: 'event' | 'poll' }): void;
   /** Stops the thread; how many receives it answered. */

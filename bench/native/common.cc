@@ -5,6 +5,8 @@
 
 #include <time.h>
 
+#include <cstring>
+
 #include "context.h"
 #include "cq.h"
 #include "pd.h"
@@ -22,7 +24,17 @@ double ThreadCpuSeconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-void Connect(Qp* q, uint32_t dest_qpn, uint16_t dlid, uint32_t rq_psn, uint32_t sq_psn) {
+LocalPath PathTo(Context* ctx, int gid_index) {
+  LocalPath p;
+  p.lid = ctx->query_port(1).lid;
+  if (gid_index >= 0) {
+    p.gid_index = gid_index;
+    p.gid = ctx->query_gid(1, gid_index);
+  }
+  return p;
+}
+
+void Connect(Qp* q, uint32_t dest_qpn, const LocalPath& path, uint32_t rq_psn, uint32_t sq_psn) {
   QpAttr a;
   a.state = qp_state::INIT;
   a.pkey_index = 0;
@@ -36,8 +48,14 @@ void Connect(Qp* q, uint32_t dest_qpn, uint16_t dlid, uint32_t rq_psn, uint32_t 
   a.rq_psn = rq_psn;
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = 12;
-  a.ah.dlid = dlid;
+  a.ah.dlid = path.lid;
   a.ah.port_num = 1;
+  if (path.gid_index >= 0) {
+    a.ah.is_global = true;
+    std::memcpy(a.ah.dgid, path.gid.raw, sizeof a.ah.dgid);
+    a.ah.sgid_index = static_cast<uint8_t>(path.gid_index);
+    a.ah.hop_limit = 1;
+  }
   q->modify(a, qp_attr_mask::STATE | qp_attr_mask::AV | qp_attr_mask::PATH_MTU |
                    qp_attr_mask::DEST_QPN | qp_attr_mask::RQ_PSN |
                    qp_attr_mask::MAX_DEST_RD_ATOMIC | qp_attr_mask::MIN_RNR_TIMER);
@@ -112,12 +130,20 @@ std::string Str(Napi::Object o, const char* key, const std::string& dflt) {
 
 // The product's wrappers are recognised by their type tags (util/wrap.h),
 // which hold across addons: no JS runs and no constructor is needed.
-Context* SoftContextArg(Napi::Env env, Napi::Value v) {
-  Context* c = UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
-  if (c->info().provider != "soft") {
-    throw Napi::TypeError::New(env, "the bench baselines run on soft devices only");
+Context* BenchContextArg(Napi::Env env, Napi::Value v) {
+  return UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
+}
+
+int GidIndexArg(Napi::Object o) {
+  if (o.Get("gidIndex").IsUndefined()) return -1;
+  return static_cast<int>(U32(o, "gidIndex", 0, 0, 255));
+}
+
+std::unique_ptr<Context> OpenBenchDevice(const std::string& name) {
+  for (const DeviceInfo& d : soft_provider().list_devices()) {
+    if (d.name == name) return soft_provider().open(name);
   }
-  return c;
+  return ibverbs_provider().open(name);
 }
 
 Pd* PdArg(Napi::Env env, Napi::Value v) {
@@ -133,8 +159,9 @@ Napi::Value ThreadCpu(const Napi::CallbackInfo& info) {
 }
 
 // ---- rig ----------------------------------------------------------------------------
-Rig::Rig(const std::string& device, uint32_t cqe, bool with_channel) {
-  ctx = soft_provider().open(device);
+Rig::Rig(const std::string& device, uint32_t cqe, bool with_channel, int gid_index) {
+  ctx = OpenBenchDevice(device);
+  path = PathTo(ctx.get(), gid_index);
   if (with_channel) ch = ctx->create_channel();
   cq = ctx->create_cq(static_cast<int>(cqe), ch.get(), 0);
   pd = ctx->alloc_pd();

@@ -60,8 +60,21 @@ inline void Backoff(uint32_t spins, uint32_t spin_limit) {
 constexpr uint32_t kAccessAll =
     access_flag::LOCAL_WRITE | access_flag::REMOTE_WRITE | access_flag::REMOTE_READ;
 
-/** Brings `q` through INIT, RTR and RTS to the peer `dest_qpn` on port 1. */
-void Connect(Qp* q, uint32_t dest_qpn, uint16_t dlid, uint32_t rq_psn, uint32_t sq_psn);
+/**
+ * How a QP reaches another QP on the same port 1: by LID (soft devices,
+ * InfiniBand) or, given a GID index (RoCE, e.g. rxe0 on the loopback), by
+ * the GID at that index (a GRH on every packet).
+ */
+struct LocalPath {
+  uint16_t lid = 0;
+  int gid_index = -1;
+  Gid gid;
+};
+/** The path to port 1 of `ctx` itself; `gid_index` < 0: LID routing. */
+LocalPath PathTo(Context* ctx, int gid_index);
+
+/** Brings `q` through INIT, RTR and RTS to the peer `dest_qpn` on port 1 over `path`. */
+void Connect(Qp* q, uint32_t dest_qpn, const LocalPath& path, uint32_t rq_psn, uint32_t sq_psn);
 
 template <typename T>
 void DestroyQuietly(std::unique_ptr<T>& p) {
@@ -132,10 +145,16 @@ Napi::Object ArgsObject(const Napi::CallbackInfo& info, size_t i);
 uint32_t U32(Napi::Object o, const char* key, uint32_t dflt, uint32_t min, uint32_t max);
 double Num(Napi::Object o, const char* key, double dflt, double min, double max);
 std::string Str(Napi::Object o, const char* key, const std::string& dflt);
+/** `gidIndex` of the arguments: -1 when absent (LID routing), else 0..255. */
+int GidIndexArg(Napi::Object o);
 
-// Only the soft device: its cores keep every object memory-safe whatever the
-// order JS closes things in while a bench thread still posts.
-Context* SoftContextArg(Napi::Env env, Napi::Value v);
+/** Opens a device by name: a soft device when one has that name, else libibverbs' (rxe0, hardware). */
+std::unique_ptr<Context> OpenBenchDevice(const std::string& name);
+
+// A context of the product, soft or libibverbs (rxe0). The bench threads
+// post on objects JS owns; the product refuses to close a context, PD or CQ
+// that a bench QP or MR still uses (EBUSY), whatever the provider.
+Context* BenchContextArg(Napi::Env env, Napi::Value v);
 /** The PD behind a product Pd wrapper (a TypeError for anything else). */
 Pd* PdArg(Napi::Env env, Napi::Value v);
 /** The CQ behind a product Cq wrapper (a TypeError for anything else). */
@@ -144,7 +163,7 @@ Cq* CqArg(Napi::Env env, Napi::Value v);
 // ---- a native rig: everything on one soft device ------------------------------
 class Rig {
  public:
-  Rig(const std::string& device, uint32_t cqe, bool with_channel);
+  Rig(const std::string& device, uint32_t cqe, bool with_channel, int gid_index = -1);
   ~Rig() { Release(); }
   void AckAll();
   // Reads every pending event (acking it): what is left when a consumer stops.
@@ -154,6 +173,7 @@ class Rig {
   std::unique_ptr<Channel> ch;
   std::unique_ptr<Cq> cq;
   std::unique_ptr<Pd> pd;
+  LocalPath path;
   uint32_t unacked = 0;
 };
 

@@ -22,15 +22,16 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
   const ProducerConfig cfg = ReadConfig(args, cqe);
   const uint32_t ack_every = U32(args, "ackEvery", 64, 1, 1u << 20);
   const std::string device = Str(args, "device", "soft0");
+  const int gid_index = GidIndexArg(args);
   struct Out {
     double seconds = 0, wcs = 0, events = 0, polls = 0, wakeups = 0, errors = 0, checksum = 0,
            consumer_cpu = 0;
     std::string error;
   } out;
   Guard(env, [&] {
-    Rig rig(device, cqe, true);
+    Rig rig(device, cqe, true, gid_index);
     alignas(64) uint32_t counter[16] = {0};
-    std::unique_ptr<Producer> prod(new Producer(rig.ctx.get(), rig.pd.get(), rig.cq.get(), cfg.window));
+    std::unique_ptr<Producer> prod(new Producer(rig.ctx.get(), rig.pd.get(), rig.cq.get(), cfg.window, rig.path));
     prod->SetCounter(counter);
     std::vector<Wc> wcs(256);
     uint64_t got = 0, events = 0, polls = 0, wakeups = 0, errors = 0, sum = 0;

@@ -13,7 +13,7 @@
 namespace rxv {
 namespace bench {
 
-Echo::Echo(Context* ctx, Pd* pd, uint32_t depth, uint32_t peer_qpn, uint32_t peer_psn)
+Echo::Echo(Context* ctx, Pd* pd, uint32_t depth, uint32_t peer_qpn, uint32_t peer_psn, const LocalPath& path)
     : depth_(depth) {
   mem_.assign(size_t(depth + 1) * kSlot, 0);
   ch_ = ctx->create_channel();
@@ -25,8 +25,8 @@ Echo::Echo(Context* ctx, Pd* pd, uint32_t depth, uint32_t peer_qpn, uint32_t pee
   init.cap.max_send_wr = depth;
   init.cap.max_recv_wr = depth;
   qp_ = pd->create_rc_qp(init);
-  lid_ = ctx->query_port(1).lid;
-  Connect(qp_.get(), peer_qpn, lid_, peer_psn, 0);
+  lid_ = path.lid;
+  Connect(qp_.get(), peer_qpn, path, peer_psn, 0);
   recv_.sg.push_back(Sge{0, kSlot, mr_->lkey()});
   for (uint32_t i = 0; i < depth; i++) PostRecv(i);
   send_.opcode = wr_opcode::SEND;
@@ -123,9 +123,10 @@ Napi::Value EchoCreate(const Napi::CallbackInfo& info) {
   const uint32_t depth = U32(args, "depth", 16, 1, 4096);
   const uint32_t peer = U32(args, "peerQpNum", 0, 0, 0xffffff);
   const uint32_t psn = U32(args, "peerPsn", 0, 0, 0xffffff);
-  Context* ctx = SoftContextArg(env, ctx_v);
+  const int gid_index = GidIndexArg(args);
+  Context* ctx = BenchContextArg(env, ctx_v);
   Pd* pd = PdArg(env, pd_v);
-  std::unique_ptr<Echo> e = Guard(env, [&] { return std::make_unique<Echo>(ctx, pd, depth, peer, psn); });
+  std::unique_ptr<Echo> e = Guard(env, [&] { return std::make_unique<Echo>(ctx, pd, depth, peer, psn, PathTo(ctx, gid_index)); });
   e->Hold(ctx_v.As<Napi::Object>());
   e->Hold(pd_v.As<Napi::Object>());
   Napi::Object o = Napi::Object::New(env);

@@ -22,7 +22,7 @@ constexpr uint32_t kSlot = 64;
 class Echo : public Object {
  public:
   // Creates its QP, CQ and channel on `ctx`/`pd`, connected to the peer.
-  Echo(Context* ctx, Pd* pd, uint32_t depth, uint32_t peer_qpn, uint32_t peer_psn);
+  Echo(Context* ctx, Pd* pd, uint32_t depth, uint32_t peer_qpn, uint32_t peer_psn, const LocalPath& path);
   ~Echo() override { Shutdown(true); }
 
   uint32_t qp_num() const { return qp_->qp_num(); }

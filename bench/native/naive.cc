@@ -118,13 +118,14 @@ Napi::Value NaiveCreate(const Napi::CallbackInfo& info) {
   Napi::Object args = ArgsObject(info, 0);
   const uint32_t cqe = U32(args, "cqe", 1024, 1, 65536);
   const std::string device = Str(args, "device", "soft0");
+  const int gid_index = GidIndexArg(args);
   Napi::Value cbv = args.Get("callback");
   if (!cbv.IsFunction()) throw Napi::TypeError::New(env, "callback must be a function");
   auto n = std::make_unique<Naive>();
   n->ack_every = U32(args, "ackEvery", 64, 1, 1u << 20);
   Guard(env, [&] {
-    n->rig = std::make_unique<Rig>(device, cqe, true);
-    n->prod.reset(new Producer(n->rig->ctx.get(), n->rig->pd.get(), n->rig->cq.get(), cqe));
+    n->rig = std::make_unique<Rig>(device, cqe, true, gid_index);
+    n->prod.reset(new Producer(n->rig->ctx.get(), n->rig->pd.get(), n->rig->cq.get(), cqe, n->rig->path));
     n->prod->SetCounter(n->counter);
   });
   n->cb = Napi::Persistent(cbv.As<Napi::Function>());

@@ -23,13 +23,14 @@ Napi::Value Ping(const Napi::CallbackInfo& info) {
   const uint32_t warmup = U32(args, "warmup", 1000, 0, 10000000);
   const std::string mode = Str(args, "mode", "event");
   const std::string device = Str(args, "device", "soft0");
+  const int gid_index = GidIndexArg(args);
   if (mode != "event" && mode != "poll") throw Napi::RangeError::New(env, "mode must be 'event' or 'poll'");
   const bool events = mode == "event";
   std::vector<double> rtt(iters);
   std::string error;
   Guard(env, [&] {
     constexpr uint32_t kDepth = 16;
-    Rig rig(device, kDepth * 2 + 16, true);
+    Rig rig(device, kDepth * 2 + 16, true, gid_index);
     std::vector<uint8_t> mem(size_t(kDepth + 1) * kSlot);
     std::unique_ptr<Mr> mr = rig.pd->reg_mr(mem.data(), mem.size(), kAccessAll);
     Pd::QpInit init;
@@ -38,8 +39,8 @@ Napi::Value Ping(const Napi::CallbackInfo& info) {
     init.cap.max_send_wr = kDepth;
     init.cap.max_recv_wr = kDepth;
     std::unique_ptr<Qp> a = rig.pd->create_rc_qp(init);
-    std::unique_ptr<Echo> echo(new Echo(rig.ctx.get(), rig.pd.get(), kDepth, a->qp_num(), 0));
-    Connect(a.get(), echo->qp_num(), echo->lid(), 0, 0);
+    std::unique_ptr<Echo> echo(new Echo(rig.ctx.get(), rig.pd.get(), kDepth, a->qp_num(), 0, rig.path));
+    Connect(a.get(), echo->qp_num(), rig.path, 0, 0);
     RecvWr recv;
     recv.sg.push_back(Sge{0, kSlot, mr->lkey()});
     auto post_recv = [&](uint64_t slot) {

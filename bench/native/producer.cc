@@ -33,7 +33,8 @@ ProducerConfig ReadConfig(Napi::Object o, uint32_t max_window) {
   return c;
 }
 
-Producer::Producer(Context* ctx, Pd* pd, Cq* cq, uint32_t max_wr) : max_wr_(max_wr) {
+Producer::Producer(Context* ctx, Pd* pd, Cq* cq, uint32_t max_wr, const LocalPath& path) : max_wr_(max_wr) {
+  (void)ctx;
   mem_.assign(4096, 0);
   mr_ = pd->reg_mr(mem_.data(), mem_.size(), kAccessAll);
   Pd::QpInit init;
@@ -44,9 +45,8 @@ Producer::Producer(Context* ctx, Pd* pd, Cq* cq, uint32_t max_wr) : max_wr_(max_
   a_ = pd->create_rc_qp(init);
   init.cap.max_send_wr = 1;
   b_ = pd->create_rc_qp(init);
-  uint16_t lid = ctx->query_port(1).lid;
-  Connect(a_.get(), b_->qp_num(), lid, 0, 0);
-  Connect(b_.get(), a_->qp_num(), lid, 0, 0);
+  Connect(a_.get(), b_->qp_num(), path, 0, 0);
+  Connect(b_.get(), a_->qp_num(), path, 0, 0);
 }
 
 void Producer::Start(const ProducerConfig& cfg) {
@@ -168,12 +168,13 @@ Napi::Value ProducerCreate(const Napi::CallbackInfo& info) {
   // Every JS value is read first (a getter may close what we then use).
   Napi::Value ctx_v = args.Get("context"), pd_v = args.Get("pd"), cq_v = args.Get("cq");
   const uint32_t max_wr = U32(args, "maxWr", 1024, 1, 16384);
+  const int gid_index = GidIndexArg(args);
   Napi::ArrayBuffer counter = CounterBuffer(env);
-  Context* ctx = SoftContextArg(env, ctx_v);
+  Context* ctx = BenchContextArg(env, ctx_v);
   Pd* pd = PdArg(env, pd_v);
   Cq* cq = CqArg(env, cq_v);
   auto p = std::make_unique<JsProducer>();
-  Guard(env, [&] { p->p.reset(new Producer(ctx, pd, cq, max_wr)); });
+  Guard(env, [&] { p->p.reset(new Producer(ctx, pd, cq, max_wr, PathTo(ctx, gid_index))); });
   std::memset(counter.Data(), 0, 64);
   p->p->SetCounter(static_cast<uint32_t*>(counter.Data()));
   for (Napi::Value v : {ctx_v, pd_v, cq_v, Napi::Value(counter)}) p->Hold(v.As<Napi::Object>());

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "provider/provider.h"
+#include "common.h"
 
 namespace rxv {
 namespace bench {
@@ -34,7 +34,7 @@ ProducerConfig ReadConfig(Napi::Object o, uint32_t max_window);
 // (signaled: one completion on `cq` per WR; B completes nothing).
 class Producer {
  public:
-  Producer(Context* ctx, Pd* pd, Cq* cq, uint32_t max_wr);
+  Producer(Context* ctx, Pd* pd, Cq* cq, uint32_t max_wr, const LocalPath& path);
   ~Producer() { Release(); }
 
   uint32_t max_wr() const { return max_wr_; }

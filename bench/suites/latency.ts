@@ -5,7 +5,7 @@ import { ackEvents, batchCompletions, drainCq, openDevice, rearm, WcBatch, WC_OP
 import type { BenchHandle } from '../native/addon';
 import { fmt } from './format';
 import { HistogramBucket, logHistogram } from './histogram';
-import { RunConfig, native } from './rig';
+import { RunConfig, gidArg, native, scaled } from './rig';
 
 export interface LatencyStats {
   variant: string;
@@ -40,8 +40,11 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
     const pd = ctx.allocPd();
     const qp = pd.createQp({ sendCq: cq, recvCq: cq, cap: { maxSendWr: depth, maxRecvWr: depth } });
     const mr = pd.registerMemory(Buffer.alloc((depth + 1) * 64), { access: ['LOCAL_WRITE'] });
-    echo = native().echoCreate({ context: ctx.native, pd: pd.native, depth, peerQpNum: qp.qpNum, peerPsn: qp.psn });
-    qp.connect({ qpNum: echo.qpNum, lid: echo.lid, psn: echo.psn, port: 1 });
+    echo = native().echoCreate({ context: ctx.native, pd: pd.native, depth, peerQpNum: qp.qpNum, peerPsn: qp.psn, ...gidArg(cfg) });
+    // The echo's QP is on this device's port: on RoCE its GID is ours.
+    const route = gidArg(cfg);
+    const gid = route.gidIndex === undefined ? undefined : qp.endpoint(route).gid;
+    qp.connect({ qpNum: echo.qpNum, lid: echo.lid, psn: echo.psn, port: 1, ...(gid === undefined ? {} : { gid }) }, route);
     const recvs = Array.from({ length: depth }, (_, i) => ({ wrId: i, sg: { mr, offset: i * 64, length: 64 } }));
     for (const r of recvs) qp.postRecv(r);
     const send = { wrId: 0, sg: { mr, offset: depth * 64, length: 8 }, signaled: false };
@@ -119,12 +122,12 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
 }
 
 export function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number, warmup: number): Float64Array {
-  return new Float64Array(native().ping({ device: cfg.device, mode, iters, warmup }));
+  return new Float64Array(native().ping({ device: cfg.device, ...gidArg(cfg), mode, iters, warmup }));
 }
 
 export async function latency(cfg: RunConfig) {
-  const iters = cfg.quick ? 3000 : 30_000;
-  const warmup = cfg.quick ? 200 : 1000;
+  const iters = scaled(cfg, cfg.quick ? 3000 : 30_000, 100);
+  const warmup = scaled(cfg, cfg.quick ? 200 : 1000, 10);
   const chunks = cfg.quick ? 3 : 6;
   const spinUs = 200;
   const per = Math.ceil(iters / chunks);

@@ -30,7 +30,10 @@ benchmarks against native baselines (throughput, event rate, latency, idle, memo
   --report [file]    also write an HTML page with charts (default bench/results/report.html)
   --report-from <json>  write the page from saved results (--json's file) and run nothing
   --only <suites>    comma-separated suites: ${SUITES.join(',')}
-  -d, --device <dev> soft device to run on (default soft0)
+  -d, --device <dev> device to run on (default soft0; rxe0 in the rxe guest)
+  --scale <f>        scales the WCs and round trips of throughput, eventRate
+                     and latency (default 1; the rxe guest uses less)
+  -g, --gid-index <n>  GID index QPs of the device reach each other by (RoCE: ::ffff:127.0.0.1's on rxe0)
   -q, --quiet        no progress output
   -h, --help         show this help
 `;
@@ -81,6 +84,8 @@ export async function main(argv: string[]): Promise<number> {
       'report-from': { type: 'string' },
       only: { type: 'string' },
       device: { type: 'string', short: 'd', default: 'soft0' },
+      'gid-index': { type: 'string', short: 'g' },
+      scale: { type: 'string' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -108,9 +113,21 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  const gidIndex = options['gid-index'] === undefined ? undefined : Number(options['gid-index']);
+  if (gidIndex !== undefined && !(Number.isInteger(gidIndex) && gidIndex >= 0 && gidIndex <= 255)) {
+    process.stderr.write(`bench: --gid-index must be an integer in [0, 255], got ${options['gid-index']}\n`);
+    return 2;
+  }
+  const scale = options.scale === undefined ? 1 : Number(options.scale);
+  if (!(scale > 0 && scale <= 10)) {
+    process.stderr.write(`bench: --scale must be a number in (0, 10], got ${options.scale}\n`);
+    return 2;
+  }
   const cfg: RunConfig = {
     quick: !!options.quick,
+    scale,
     device: options.device ?? 'soft0',
+    gidIndex,
     log: options.quiet ? () => undefined : (line: string) => process.stderr.write(`${line}\n`),
   };
   const results = await runBench(cfg, only as Suite[]);

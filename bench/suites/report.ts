@@ -36,6 +36,8 @@ export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results
     meta: {
       quick: cfg.quick,
       device: cfg.device,
+      gidIndex: cfg.gidIndex,
+      scale: cfg.scale ?? 1,
       node: process.version,
       cpus: os.cpus().length,
       loadAverageBefore: os.loadavg(),

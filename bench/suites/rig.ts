@@ -8,8 +8,22 @@ import { fmt, fmtRate } from './format';
 export interface RunConfig {
   quick: boolean;
   device: string;
+  /** The GID index QPs of the device reach each other by (RoCE, e.g. rxe0 on the loopback); undefined: LID routing (soft, InfiniBand). */
+  gidIndex?: number;
+  /**
+   * Scales the work of the throughput, event-rate and latency suites (WCs,
+   * round trips; default 1): rxe0 under QEMU's emulation moves a few
+   * thousand WCs a second, where soft0 moves millions.
+   */
+  scale?: number;
   log: (line: string) => void;
 }
+
+/** `n` scaled by the run's `scale`, at least `min`. */
+export const scaled = (cfg: RunConfig, n: number, min = 1): number => Math.max(min, Math.round(n * (cfg.scale ?? 1)));
+
+/** The `gidIndex` argument of the native baselines, when the device needs one. */
+export const gidArg = (cfg: RunConfig): { gidIndex?: number } => (cfg.gidIndex === undefined ? {} : { gidIndex: cfg.gidIndex });
 
 /** The native baselines (bench/native), loaded on first use. */
 export const native = () => load();
@@ -69,12 +83,12 @@ export class JsRig {
   readonly producer: ProducerHandle;
   readonly credits: Uint32Array;
 
-  constructor(device: string, depth: number, maxWr: number) {
-    this.ctx = openDevice(device);
+  constructor(cfg: RunConfig, depth: number, maxWr: number) {
+    this.ctx = openDevice(cfg.device);
     this.channel = this.ctx.createCompChannel();
     this.cq = this.ctx.createCq({ cqe: depth, channel: this.channel });
     this.pd = this.ctx.allocPd();
-    this.producer = native().producerCreate({ context: this.ctx.native, pd: this.pd.native, cq: this.cq.native, maxWr });
+    this.producer = native().producerCreate({ context: this.ctx.native, pd: this.pd.native, cq: this.cq.native, maxWr, ...gidArg(cfg) });
     this.credits = new Uint32Array(this.producer.counter);
   }
 
@@ -109,7 +123,7 @@ export function subscribePipeline(rig: JsRig, kind: 'fast' | 'operators', onBatc
 
 /** Moves `load.total` WCs through a JS pipeline; the subscriber reads wr_id and status of every WC. */
 export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, hooks?: { onBatch?: (got: number) => void }): Promise<Run & { batches: number }> {
-  const rig = new JsRig(cfg.device, load.depth, load.window);
+  const rig = new JsRig(cfg, load.depth, load.window);
   return new Promise((resolve, reject) => {
     let got = 0;
     let batches = 0;
@@ -178,7 +192,7 @@ export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, ho
 /** The native event-mode drain loop (the limit). */
 export function runNative(cfg: RunConfig, load: Load): Run {
   const cpu = cpuStart();
-  const r = native().drain({ device: cfg.device, cqe: load.depth, total: load.total, window: load.window, burst: load.burst, rate: load.rate });
+  const r = native().drain({ device: cfg.device, ...gidArg(cfg), cqe: load.depth, total: load.total, window: load.window, burst: load.burst, rate: load.rate });
   return {
     variant: 'native',
     wcs: r.wcs,
@@ -215,7 +229,7 @@ export function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
     };
     let handle: BenchHandle;
     try {
-      handle = native().naiveCreate({ device: cfg.device, cqe: load.depth, callback });
+      handle = native().naiveCreate({ device: cfg.device, ...gidArg(cfg), cqe: load.depth, callback });
       cpu = cpuStart();
       native().naiveStart(handle, { total: load.total, window: load.window, burst: load.burst, rate: load.rate });
       timer = setTimeout(() => finish(`stalled after ${got} of ${load.total} WCs`), 60_000 + (load.rate ? (load.total / load.rate) * 2000 : 0));

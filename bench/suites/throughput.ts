@@ -1,6 +1,6 @@
 /** Suites 1 and 2: throughput at several CQ depths and producer rates, and the one-WC-per-event rate. */
 import { fmtRate } from './format';
-import { Load, Run, RunConfig, Variant, bestOf } from './rig';
+import { Load, Run, RunConfig, Variant, bestOf, scaled } from './rig';
 
 export interface ThroughputConfig {
   depth: number;
@@ -19,14 +19,14 @@ export async function throughput(cfg: RunConfig) {
   const q = cfg.quick;
   const depths = q ? [256, 4096] : [64, 256, 1024, 4096];
   const paced = q ? [{ depth: 1024, rate: 200_000 }] : [{ depth: 1024, rate: 100_000 }, { depth: 1024, rate: 400_000 }];
-  const total = q ? 150_000 : 1_000_000;
-  const pacedSeconds = q ? 0.4 : 2;
+  const total = scaled(cfg, q ? 150_000 : 1_000_000, 1000);
+  const pacedSeconds = (q ? 0.4 : 2) * (cfg.scale ?? 1);
   const rounds = q ? 2 : 3;
   const configs: ThroughputConfig[] = [];
   const all = [...depths.map((depth) => ({ depth, rate: 0 })), ...paced];
   for (const { depth, rate } of all) {
     cfg.log(`throughput: depth ${depth}, ${rate ? `${fmtRate(rate)} WC/s offered` : 'producer unlimited'}`);
-    const n = rate ? Math.round(rate * pacedSeconds) : total;
+    const n = rate ? Math.max(1000, Math.round(rate * pacedSeconds)) : total;
     const load = (v: Variant): Load => ({ depth, window: depth, burst: Math.min(32, depth), rate, total: v === 'naive' && !rate ? Math.round(n / 3) : n });
     const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
     configs.push({
@@ -56,7 +56,7 @@ export async function throughput(cfg: RunConfig) {
 
 
 export async function eventRate(cfg: RunConfig) {
-  const total = cfg.quick ? 4000 : 40_000;
+  const total = scaled(cfg, cfg.quick ? 4000 : 40_000, 100);
   cfg.log('event rate: one WC in flight (one WC per event)');
   const load = (v: Variant): Load => ({ depth: 64, window: 1, burst: 1, rate: 0, total: v === 'naive' ? total / 2 : total });
   const runs = await bestOf(cfg, 'events', ['native', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);

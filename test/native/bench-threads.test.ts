@@ -13,8 +13,8 @@ async function scenario(name: string): Promise<Record<string, unknown>> {
 
 // The native benchmark baselines run threads over objects JS owns (issue 16,
 // item 7); under `npm run test:asan` these also show no use after close.
-// The bench runs on soft devices only: the baselines connect without a GRH
-// (RoCE needs one) and their addon is not packed into the rxe VM.
+// The scenarios run on soft0 (the fixture opens it by name): they are
+// about the threads, not the device.
 describe('benchmark threads under hostile JavaScript', () => {
   // The baselines are their own addon (bench/native), not part of the product:
   // build it (incrementally) unless the run points at one (the sanitizer run).
@@ -22,6 +22,14 @@ describe('benchmark threads under hostile JavaScript', () => {
     if (process.env.RX_VERBS_BENCH_ADDON) return;
     if (benchAddon.build() !== 0) throw new Error(`could not build the bench addon: ${benchAddon.BUILD_HINT}`);
   }, 900_000);
+
+  itSoft('a gidIndex that is not an integer in [0, 255] is refused before anything is made', () => {
+    const bench = benchAddon.load();
+    for (const gidIndex of [-1, 256, 1.5, 'x', null]) {
+      expect(() => bench.ping({ device: 'soft0', iters: 1, warmup: 0, gidIndex } as never)).toThrow(/gidIndex/);
+      expect(() => bench.drain({ device: 'soft0', total: 1, gidIndex } as never)).toThrow(/gidIndex/);
+    }
+  });
 
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
     const out = await scenario('counter');

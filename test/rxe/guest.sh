@@ -4,14 +4,17 @@
 # loopback, then runs the parts asked for in $RXE_OUT/guest.env:
 #   jest     the native test suite on rxe0, in ONE node process (jest --runInBand)
 #   interop  rx-verbs pingpong against rdma-core's ibv_rc_pingpong, both roles
+#   bench    the benchmark suites on rxe0 (npm run bench:rxe), after the others
 # Everything it learns goes to $RXE_OUT (the writable results share):
-#   device.txt, jest.json, jest.log, interop.tsv, interop/*.log, status
+#   device.txt, jest.json, jest.log, interop.tsv, interop/*.log, bench.json,
+#   bench.log, status
 # and a compact log goes to the console. Exit status: 0 if every part passed.
 set -u
 OUT=${RXE_OUT:?RXE_OUT is set by init}
 # shellcheck source=/dev/null
 . "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_NATIVE_FILES,
-                     # RXE_INTEROP_CASES, RXE_CLI_CASES, RXE_FAST_TAR, RXE_JEST_CACHE
+                     # RXE_INTEROP_CASES, RXE_CLI_CASES, RXE_FAST_TAR, RXE_JEST_CACHE,
+                     # RXE_BENCH_SCALE, RXE_BENCH_SUITES
 cd "$RXE_PROJECT" || exit 90
 
 T0=$EPOCHREALTIME
@@ -179,6 +182,22 @@ if has_part interop; then
   log "interop: exit $irc in $(elapsed "$t")s"
   status "interop $irc $(elapsed "$t")"
   [ $irc -eq 0 ] || rc_all=1
+fi
+
+# --- bench: the throughput, event-rate and latency suites on rxe0 -----------
+# bench/build (the suites) and the bench addon were built on the host; the
+# native baselines run on rxe0 in the same process and run. Always the
+# suites' quick shape: under TCG rxe0 moves ~10k WC/s, soft0 millions;
+# RXE_BENCH_SCALE (from run.js: 0.5, 0.1 when quick) sizes the work.
+if has_part bench; then
+  t=$EPOCHREALTIME
+  bargs=(--quick --scale "${RXE_BENCH_SCALE:-1}" --only "${RXE_BENCH_SUITES:-throughput,eventRate,latency}" -d rxe0 -g "$GID_IDX" --out "$OUT/bench.json")
+  timeout "${RXE_BENCH_TIMEOUT:-900}" node --expose-gc "$RXE_PROJECT/bench/build/main.js" "${bargs[@]}" > "$OUT/bench.log" 2>&1
+  rc=$?
+  grep -E '^  .*(round|chunk) ' "$OUT/bench.log" | tail -4
+  log "bench: exit $rc in $(elapsed "$t")s"
+  status "bench $rc $(elapsed "$t")"
+  [ $rc -eq 0 ] || { rc_all=1; tail -20 "$OUT/bench.log"; }
 fi
 
 log "done, exit $rc_all"

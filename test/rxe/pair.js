@@ -102,6 +102,10 @@ async function runCase(c, port, hosts) {
       if (!lines.some((l) => re.test(l))) notes.push(`the ${name}'s output lacks ${re}`);
     }
   }
+  if (c.bench && notes.length === 0) {
+    const missing = recordBench(c, st.client.out);
+    if (missing) notes.push(missing);
+  }
   return { result: notes.length ? 'FAIL' : 'PASS', notes, rcs: [st.server.rc, st.client.rc] };
 }
 
@@ -122,10 +126,33 @@ async function waitTrigger(when, sides, deadline) {
   return false;
 }
 
+/**
+ * The cases to run: the test cases, the benchmarks of bench/cm (RXE_PAIR_BENCH:
+ * 'only' instead of the test cases, 'after' after them), or both.
+ */
+function caseList(quick) {
+  const bench = process.env.RXE_PAIR_BENCH ?? '';
+  const tests = bench === 'only' ? [] : require('./pair-cases');
+  return bench ? [...tests, ...require('../../bench/cm/pair-cases').benchCases(quick)] : tests;
+}
+
+/** A bench case's figures from its client's output, appended to $RXE_OUT/bench.jsonl; a note when they are missing. */
+function recordBench(c, out) {
+  let figures;
+  try {
+    figures = c.bench.parse(out);
+  } catch (e) {
+    return `its figures could not be read: ${e.message}`;
+  }
+  if (!figures) return "the client's output has no figures";
+  fs.appendFileSync(path.join(OUT, 'bench.jsonl'), `${JSON.stringify({ ...figures, name: c.name, group: c.bench.group, impl: c.bench.impl })}\n`);
+  return undefined;
+}
+
 async function driver(local) {
-  const cases = require('./pair-cases');
-  const only = process.env.RXE_PAIR_CASES ? new RegExp(process.env.RXE_PAIR_CASES) : undefined;
   const quick = process.env.RXE_QUICK === '1';
+  const cases = caseList(quick || process.env.RXE_BENCH_QUICK === '1');
+  const only = process.env.RXE_PAIR_CASES ? new RegExp(process.env.RXE_PAIR_CASES) : undefined;
   // Destructive cases (they take a link or a device away) run last, each
   // followed by a reset of both hosts.
   const chosen = cases

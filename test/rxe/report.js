@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Host side of the rxe harness: reads what the guests left in the results
-// share (jest.json, interop.tsv, pair.tsv, status), prints the interop table
+// share (jest.json, interop.tsv, pair.tsv, bench status, status), prints the interop table
 // and the failed tests, writes one merged report in jest --json format (the
 // interop and pair cases as the suites "test/rxe/interop" and
 // "test/rxe/pair", so CI's sum counts them), and prints the one summary line
@@ -153,6 +153,14 @@ if (ran && parts.includes('pair')) {
   }
 }
 
+// --- bench: the suites on rxe0 (run.js checked their ratios and wrote bench/results/rxe.json)
+let benchLine = '';
+if (ran && parts.includes('bench')) {
+  const st = partStatus.bench;
+  benchLine = st ? `bench ${st.rc === 0 ? 'ran' : 'FAILED'} in ${st.secs}s` : 'bench: DID NOT RUN';
+  if (!st || st.rc !== 0) problems.push('the bench on rxe0 failed (test/rxe/.cache/out/bench.log)');
+}
+
 if (guestRc !== 0 && problems.length === 0) problems.push(`the guest exited with status ${guestRc}`);
 if (problems.length > 0 && report.numFailedTests === 0 && report.numFailedTestSuites === 0) {
   // make sure whoever sums the report sees the failure
@@ -162,6 +170,6 @@ report.success = problems.length === 0;
 if (outputFile) fs.writeFileSync(outputFile, JSON.stringify(report));
 
 const verdict = problems.length === 0 ? 'PASS' : `FAIL (${problems.join('; ')})`;
-const pieces = [jestLine, interopLine, pairLine].filter(Boolean).join(' | ');
+const pieces = [jestLine, interopLine, benchLine, pairLine].filter(Boolean).join(' | ');
 console.log(`rxe: ${verdict}${pieces ? ` — ${pieces}` : ''}${secondsArg ? ` — ${secondsArg}s total` : ''}`);
 process.exit(problems.length === 0 ? 0 : 1);

@@ -5,14 +5,21 @@
 //   jest     test/native/ on rxe0 (one guest, rxe0 on its loopback)
 //   interop  rx-verbs pingpong <-> rdma-core's ibv_rc_pingpong, both roles
 //            (the same guest as jest, after it)
+//   bench    the benchmark suites (throughput, event rate, latency) on rxe0,
+//            native baselines through libibverbs in the same run (the
+//            jest/interop guest, after them): bench/results/rxe.json
 //   pair     TWO guests joined by a link only they share, rxe0 on each one's
 //            NIC: the cases of pair-cases.js (rdma_cm and verbs across hosts,
 //            rdma-core's tools and ours, fault cases last)
 // The guests run one after the other (the host has few cores). Exits
 // non-zero if a part failed or produced no report; ends with one summary line.
 //
-// usage: test/rxe/run.js [--jest-only | --interop-only | --pair-only]
+// usage: test/rxe/run.js [--jest-only | --interop-only | --pair-only | --bench | --bench-pair]
 //                        [--output FILE] [--quick] [--verbose] [-- JEST ARGS...]
+//   --bench         npm run bench:rxe: the bench part, then --bench-pair
+//   --bench-pair    the pair guests run the cross-host benchmarks of
+//                   bench/cm instead of the test cases; figures in
+//                   bench/results/rxe-pair.json and a table
 //   --output FILE   write the merged report (jest --json format; the interop
 //                   and pair cases appear as the suites test/rxe/interop and
 //                   test/rxe/pair) to FILE
@@ -20,17 +27,24 @@
 //   -- ARGS         jest arguments instead of the default (the whole of
 //                   test/native/ as one test file, see native-suite.ts)
 // env: RXE_PARTS="jest interop pair"  RXE_SMP=2  RXE_MEM=3072 (MiB)
-//      RXE_TIMEOUT=900 (s, the jest+interop VM)  RXE_CACHE_DIR=test/rxe/.cache
+//      RXE_TIMEOUT=900 (s, the jest+interop VM; 1200 with bench)  RXE_CACHE_DIR=test/rxe/.cache
 //      RXE_NATIVE_FILES=qp.test.ts,arm.test.ts (only these native files)
 //      RXE_INTEROP_CASES / RXE_CLI_CASES (lines "server client size iters events")
 //      RXE_PAIR_CASES=<regexp> (only the pair cases whose names match)
-//      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=900 (s, both guests)
+//      RXE_PAIR_MEM=1536 (MiB per pair guest)  RXE_PAIR_TIMEOUT=900 (s, both guests; 1500 with the benchmarks)
+//      RXE_PAIR_BENCH=after (the pair part runs the benchmarks after its cases)
+//      RXE_BENCH_QUICK=1 (the benchmarks' quick modes, bench part and pair; also with --quick)
+//      RXE_BENCH_SCALE=0.5 (the bench part's --scale; 0.1 when quick)
+//      RXE_BENCH_OUT=bench/results/rxe.json (where the bench part's results go)
+//      RXE_BENCH_PAIR_OUT=bench/results/rxe-pair.json (where their figures go)
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { bootGuest, freePort, waitListening } = require('./qemu');
 const { ensureFreshDist } = require('../../scripts/test/dist');
+const { buildCmLoop } = require('../../bench/cm/build');
+const benchAddon = require('../../bench/native/addon');
 
 const RXE_DIR = __dirname;
 const ROOT = path.resolve(RXE_DIR, '..', '..');
@@ -52,12 +66,22 @@ function usage() {
 }
 
 function parseArgs(argv) {
-  const o = { parts: (process.env.RXE_PARTS ?? 'jest interop pair').split(/[\s,]+/).filter(Boolean), output: '', quick: false, verbose: false, jestArgs: [] };
+  const o = {
+    parts: (process.env.RXE_PARTS ?? 'jest interop pair').split(/[\s,]+/).filter(Boolean),
+    pairBench: process.env.RXE_PAIR_BENCH ?? '', output: '', quick: false, verbose: false, jestArgs: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--jest-only') o.parts = ['jest'];
     else if (a === '--interop-only') o.parts = ['interop'];
     else if (a === '--pair-only') o.parts = ['pair'];
+    else if (a === '--bench') {
+      o.parts = ['bench', 'pair'];
+      o.pairBench = 'only';
+    } else if (a === '--bench-pair') {
+      o.parts = ['pair'];
+      o.pairBench = 'only';
+    }
     else if (a === '--output') {
       if (!argv[i + 1]) throw new Error('--output needs a file');
       o.output = argv[++i];
@@ -72,8 +96,9 @@ function parseArgs(argv) {
       break;
     } else throw new Error(`unknown option ${a} (see --help)`);
   }
-  const unknown = o.parts.filter((p) => !['jest', 'interop', 'pair'].includes(p));
-  if (unknown.length) throw new Error(`unknown part(s) in RXE_PARTS: ${unknown.join(' ')} (jest, interop, pair)`);
+  const unknown = o.parts.filter((p) => !['jest', 'interop', 'bench', 'pair'].includes(p));
+  if (unknown.length) throw new Error(`unknown part(s) in RXE_PARTS: ${unknown.join(' ')} (jest, interop, bench, pair)`);
+  if (!['', 'only', 'after'].includes(o.pairBench)) throw new Error(`RXE_PAIR_BENCH is 'only' or 'after' (got ${o.pairBench})`);
   if (o.output) o.output = path.resolve(o.output);
   return o;
 }
@@ -120,8 +145,24 @@ function prepare(o) {
     say('the CLI is not built: npx tsc -p tsconfig.build.json');
     return false;
   }
+  if (o.pairBench && o.parts.includes('pair') && !buildCmLoop({ log: say })) return false;
+  if (o.parts.includes('bench') && !buildBench()) return false;
   if (!fs.existsSync(INITRAMFS) || newer(path.join(RXE_DIR, 'init'), INITRAMFS) || newer(order, INITRAMFS)) {
     if (!sh('build-initramfs.sh')) return false;
+  }
+  return true;
+}
+
+/** The bench part's suites (bench/build) and native baselines (rx_verbs_bench.node), built here: the guest has no compiler. */
+function buildBench() {
+  if (benchAddon.build() !== 0) {
+    say(`building the bench addon failed: ${benchAddon.BUILD_HINT}`);
+    return false;
+  }
+  const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
+  if (spawnSync(tsc, ['-p', path.join(ROOT, 'bench', 'tsconfig.json')], { stdio: ['ignore', 2, 2] }).status !== 0) {
+    say('compiling the bench suites failed (bench/tsconfig.json)');
+    return false;
   }
   return true;
 }
@@ -150,9 +191,10 @@ function warmJest(jestArgs) {
  * one file the guests unpack into RAM: every file read over 9p is slow
  * under TCG (a node start that loads rxjs: ~20 s from 9p, ~6 s from tmpfs).
  */
-function packFast() {
+function packFast(o) {
   const rel = (p) => path.relative('/', p);
   const items = [path.join(ROOT, 'node_modules'), path.join(ROOT, 'dist'), path.join(ROOT, 'build/Release/rx_verbs.node')];
+  if (o.parts.includes('bench')) items.push(benchAddon.addonPath());
   if (fs.existsSync(JEST_CACHE)) items.push(JEST_CACHE);
   const excludes = ['*.map', '*.md', '*.d.ts', ...['typescript', 'typedoc', '@shikijs', 'markdown-it', 'node-gyp', '@types'].map((m) => `node_modules/${m}`)];
   const r = spawnSync('tar', ['-cf', FAST_TAR, ...excludes.map((e) => `--exclude=${e}`), '-C', '/', ...items.filter(fs.existsSync).map(rel)], { stdio: 'ignore' });
@@ -193,7 +235,8 @@ const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 
 async function runSingle(o, parts, jestArgs) {
-  const timeoutS = Number(process.env.RXE_TIMEOUT || 900);
+  // The bench part adds its own minutes to the jest+interop guest's bound.
+  const timeoutS = Number(process.env.RXE_TIMEOUT || (parts.includes('bench') ? 1200 : 900));
   writeEnv(path.join(OUT, 'guest.env'), {
     RXE_PROJECT: ROOT,
     RXE_PARTS: parts.join(' '),
@@ -203,6 +246,7 @@ async function runSingle(o, parts, jestArgs) {
     RXE_INTEROP_CASES: process.env.RXE_INTEROP_CASES ?? (o.quick ? QUICK_INTEROP : FULL_INTEROP).join('\n'),
     RXE_CLI_CASES: process.env.RXE_CLI_CASES ?? (o.quick ? QUICK_CLI : FULL_CLI).join('\n'),
     RXE_FAST_TAR: FAST_TAR,
+    RXE_BENCH_SCALE: process.env.RXE_BENCH_SCALE ?? (o.quick || process.env.RXE_BENCH_QUICK === '1' ? '0.1' : '0.5'),
   });
   const smp = process.env.RXE_SMP || 2;
   const mem = process.env.RXE_MEM || 3072;
@@ -215,7 +259,22 @@ async function runSingle(o, parts, jestArgs) {
   if (r.timedOut) say(`the VM ran past RXE_TIMEOUT=${timeoutS}s and was stopped`);
   const rc = guestExit(OUT);
   if (rc === undefined) say(`the guest reported no exit status (qemu exit ${r.code}); console: ${path.relative(ROOT, path.join(OUT, 'console.log'))}`);
-  return rc ?? 1;
+  const benchRc = parts.includes('bench') ? benchReport() : 0;
+  return (rc ?? 1) || benchRc;
+}
+
+/** The bench part's results (the guest's bench.json): bench/results/rxe.json and the tables; non-zero when a ratio is missing. */
+function benchReport() {
+  const file = path.join(OUT, 'bench.json');
+  if (!fs.existsSync(file)) {
+    say('bench: the guest wrote no results (test/rxe/.cache/out/bench.log)');
+    return 1;
+  }
+  const out = path.resolve(process.env.RXE_BENCH_OUT || path.join(ROOT, 'bench', 'results', 'rxe.json'));
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.copyFileSync(file, out);
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'rxe-report.js'), out], { stdio: ['ignore', 2, 2] });
+  return r.status === 0 ? 0 : 1;
 }
 
 // --- pair: two guests on a link only they share ------------------------------
@@ -228,7 +287,8 @@ const PAIR = [
 
 async function runPair(o) {
   const t0 = Date.now();
-  const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || 900);
+  // The benchmarks take longer than the cases (bench/cm/pair-cases.js).
+  const timeoutS = Number(process.env.RXE_PAIR_TIMEOUT || (o.pairBench ? 1500 : 900));
   const mem = process.env.RXE_PAIR_MEM || 1536;
   const ports = [await freePort()];
   while (ports.length < 2) {
@@ -244,6 +304,7 @@ async function runPair(o) {
       RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer, RXE_MAC: g.mac,
       RXE_CTRL_SELF: g.ctrlSelf, RXE_CTRL_PEER: g.ctrlPeer, RXE_CTRL_MAC: g.ctrlMac,
       RXE_PAIR_CASES: process.env.RXE_PAIR_CASES ?? '', RXE_QUICK: o.quick ? '1' : '0', RXE_FAST_TAR: FAST_TAR,
+      RXE_PAIR_BENCH: o.pairBench, RXE_BENCH_QUICK: process.env.RXE_BENCH_QUICK === '1' ? '1' : '0',
     });
     // Guest a listens on the host's loopback, guest b connects: QEMU relays
     // the Ethernet frames between the two, and nothing else joins the link.
@@ -270,9 +331,22 @@ async function runPair(o) {
   for (const [i, rc] of rcs.entries()) {
     if (rc === undefined) say(`pair: guest ${PAIR[i].role} reported no exit status; console: ${path.relative(ROOT, path.join(OUT, `pair-${PAIR[i].role}`, 'console.log'))}`);
   }
-  const rc = rcs.every((r) => r === 0) ? 0 : 1;
+  let rc = rcs.every((r) => r === 0) ? 0 : 1;
   fs.appendFileSync(path.join(OUT, 'status'), `pair ${rc} ${seconds(t0)}\n`);
+  if (o.pairBench) rc = pairBenchReport(o) || rc;
   return rc;
+}
+
+/** The benchmarks' figures (guest b's bench.jsonl): the JSON file and the table; non-zero when a ratio is missing. */
+function pairBenchReport(o) {
+  const out = path.resolve(process.env.RXE_BENCH_PAIR_OUT || path.join(ROOT, 'bench', 'results', 'rxe-pair.json'));
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'cm', 'pair-report.js'), path.join(OUT, 'pair-b', 'bench.jsonl'), out, o.quick ? 'quick' : 'full'],
+    { stdio: ['ignore', 2, 2] });
+  if (r.status !== 0) return 1;
+  // npm run bench:rxe: the single-guest results take the pair figures in too.
+  const rxe = path.resolve(process.env.RXE_BENCH_OUT || path.join(ROOT, 'bench', 'results', 'rxe.json'));
+  if (!o.parts.includes('bench') || !fs.existsSync(rxe)) return 0;
+  return spawnSync(process.execPath, [path.join(ROOT, 'bench', 'rxe-report.js'), rxe, '--pair', out], { stdio: ['ignore', 'ignore', 2] }).status === 0 ? 0 : 1;
 }
 
 function finish(o, rc) {
@@ -308,10 +382,10 @@ async function main() {
     finish(o, 1);
   }
   if (o.parts.includes('jest')) warmJest(jestArgs);
-  packFast();
+  packFast(o);
   let rc = 0;
   try {
-    const single = o.parts.filter((p) => p === 'jest' || p === 'interop');
+    const single = o.parts.filter((p) => p === 'jest' || p === 'interop' || p === 'bench');
     if (single.length) rc = await runSingle(o, single, jestArgs);
     // Never at the same time as the other guest: the host has few cores.
     if (o.parts.includes('pair')) rc = (await runPair(o)) || rc;
