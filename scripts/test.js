@@ -35,7 +35,10 @@ async function suites(jestArgs) {
     process.stderr.write(`${err.message}\n`);
     return 1;
   }
-  const jestStatus = await runJest(jestArgs, { name: 'jest' });
+  // --forceExit: a failed test can leave a device or listener open, and
+  // jest runs in band on a 2-core machine: without it the run would hang
+  // instead of failing. Exit behaviour itself is tested in child processes.
+  const jestStatus = await runJest(['--forceExit', ...jestArgs], { name: 'jest' });
   let rxeStatus = 0;
   if (rxeWanted()) rxeStatus = await runRxe();
   else noteRxeSkipped();

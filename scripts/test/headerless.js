@@ -73,7 +73,7 @@ async function runHeaderless(jestArgs) {
     say(err.message);
     return 1;
   }
-  return runJest(jestArgs, { name: 'headerless', env: { ...process.env, RX_VERBS_ADDON: addon, RX_VERBS_BUILT_WITHOUT_HEADERS: '1' } });
+  return runJest(['--forceExit', ...jestArgs], { name: 'headerless', env: { ...process.env, RX_VERBS_ADDON: addon, RX_VERBS_BUILT_WITHOUT_HEADERS: '1' } });
 }
 
 module.exports = { runHeaderless };

@@ -105,12 +105,17 @@ void destroy_locked(IdState* s, Graveyard* dead) {
 
 void device_removed(const std::string& device) {
   Lock l(cm_mutex());
-  std::vector<IdState*> ids(all_ids().begin(), all_ids().end());
-  for (IdState* s : ids) {
+  // Every id of the device is marked first: a connection whose both ends
+  // were on it (a loopback) gets DEVICE_REMOVAL on each end, never a
+  // DISCONNECTED from its other end, whichever end is visited first.
+  std::vector<std::pair<IdState*, St>> removed;
+  for (IdState* s : all_ids()) {
     if (s->device != device || s->st == St::Destroyed || s->st == St::Removed) continue;
-    const St was = s->st;
+    removed.emplace_back(s, s->st);
     s->st = St::Removed;
     ++s->timer_gen;
+  }
+  for (auto& [s, was] : removed) {
     tell_peer_gone(s, was);
     release_port(s);
     push_event(s->ch.get(), make_event(event_type::DEVICE_REMOVAL, s));
