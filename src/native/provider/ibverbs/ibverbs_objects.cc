@@ -580,32 +580,10 @@ void IbvQp::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   // Not every provider checks (rxe does, with EINVAL): refuse it for all.
   if (srq_ != nullptr)
     fail(EINVAL, "ibv_post_recv", "the QP receives from an SRQ: post receives to the SRQ");
-  size_t total_sge = 0;
-  for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
-  if (recv_wrs_.size() < n) recv_wrs_.resize(n);
-  if (sges_.size() < total_sge) sges_.resize(total_sge);
-  ibv_sge* sge = sges_.data();
-  for (size_t i = 0; i < n; ++i) {
-    const RecvWr& w = wrs[i];
-    ibv_recv_wr& d = recv_wrs_[i];
-    std::memset(&d, 0, sizeof d);
-    d.wr_id = w.wr_id;
-    d.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
-    d.num_sge = static_cast<int>(w.sg.size());
-    d.sg_list = w.sg.empty() ? nullptr : sge;
-    for (const Sge& s : w.sg) {
-      sge->addr = s.addr;
-      sge->length = s.length;
-      sge->lkey = s.lkey;
-      ++sge;
-    }
-  }
   ibv_recv_wr* bad_wr = nullptr;
-  int ret = ibv_post_recv(qp_, recv_wrs_.data(), &bad_wr);  // inline (ops)
+  int ret = ibv_post_recv(qp_, recv_.Encode(wrs, n), &bad_wr);  // inline (ops)
   if (ret != 0) {
-    size_t idx = 0;
-    if (bad_wr >= recv_wrs_.data() && bad_wr < recv_wrs_.data() + n)
-      idx = static_cast<size_t>(bad_wr - recv_wrs_.data());
+    const size_t idx = recv_.IndexOf(bad_wr, n);
     if (bad != nullptr) *bad = idx;
     fail(ret > 0 ? ret : EIO, "ibv_post_recv",
          "QP " + std::to_string(qp_num_) + " rejected WR " +
@@ -625,6 +603,35 @@ void IbvQp::destroy() {
   st_->retry_orphans_locked();  // it may have been an orphan CQ's last QP
   qp_ = nullptr;
   st_->children.Remove(rules::Kind::kQp, this);
+}
+
+ibv_recv_wr* RecvChain::Encode(const RecvWr* wrs, size_t n) {
+  size_t total_sge = 0;
+  for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
+  if (wrs_.size() < n) wrs_.resize(n);
+  if (sges_.size() < total_sge) sges_.resize(total_sge);
+  ibv_sge* sge = sges_.data();
+  for (size_t i = 0; i < n; ++i) {
+    const RecvWr& w = wrs[i];
+    ibv_recv_wr& d = wrs_[i];
+    std::memset(&d, 0, sizeof d);
+    d.wr_id = w.wr_id;
+    d.next = i + 1 < n ? &wrs_[i + 1] : nullptr;
+    d.num_sge = static_cast<int>(w.sg.size());
+    d.sg_list = w.sg.empty() ? nullptr : sge;
+    for (const Sge& s : w.sg) {
+      sge->addr = s.addr;
+      sge->length = s.length;
+      sge->lkey = s.lkey;
+      ++sge;
+    }
+  }
+  return wrs_.data();
+}
+
+size_t RecvChain::IndexOf(const ibv_recv_wr* bad, size_t n) const {
+  if (bad >= wrs_.data() && bad < wrs_.data() + n) return static_cast<size_t>(bad - wrs_.data());
+  return 0;
 }
 
 }  // namespace ibv

@@ -37,6 +37,20 @@ class IbvSrq;
 // errno-style failure -> VerbsError (err 0 becomes EIO so codes are never 0).
 [[noreturn]] void fail(int err, const char* verb, const std::string& detail);
 
+// Receive WRs as libibverbs takes them: the chain ibv_post_recv and
+// ibv_post_srq_recv read, built in scratch kept between posts.
+class RecvChain {
+ public:
+  // The head of the chain of `n` (> 0) WRs; valid until the next Encode.
+  ibv_recv_wr* Encode(const RecvWr* wrs, size_t n);
+  // Which of the last `n` encoded WRs `bad` (libibverbs' bad_wr) is; 0 if none.
+  size_t IndexOf(const ibv_recv_wr* bad, size_t n) const;
+
+ private:
+  std::vector<ibv_recv_wr> wrs_;
+  std::vector<ibv_sge> sges_;
+};
+
 // What every object of this provider is to its context's registry: a child
 // the context's teardown releases (rules::Registry walks them in the safe
 // order). Caller holds the context's mu.
@@ -192,8 +206,8 @@ class IbvQp final : public Qp, public IbvChild {
   QpCap cap_;
   // Reusable translation buffers for post_send/post_recv (grow only).
   std::vector<ibv_send_wr> send_wrs_;
-  std::vector<ibv_recv_wr> recv_wrs_;
   std::vector<ibv_sge> sges_;
+  RecvChain recv_;
 };
 
 class IbvPd final : public Pd, public IbvChild {
@@ -260,8 +274,7 @@ class IbvSrq final : public Srq, public IbvChild {
  private:
   StatePtr st_;
   ibv_srq* srq_ = nullptr;
-  std::vector<ibv_recv_wr> recv_wrs_;
-  std::vector<ibv_sge> sges_;
+  RecvChain recv_;
 };
 
 // A Context over an ibv_context someone else opened (librdmacm's): every

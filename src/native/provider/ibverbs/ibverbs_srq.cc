@@ -78,32 +78,10 @@ void IbvSrq::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
   if (bad != nullptr) *bad = 0;
   if (n == 0) return;
   if (srq_ == nullptr) fail_closed("ibv_post_srq_recv");
-  size_t total_sge = 0;
-  for (size_t i = 0; i < n; ++i) total_sge += wrs[i].sg.size();
-  if (recv_wrs_.size() < n) recv_wrs_.resize(n);
-  if (sges_.size() < total_sge) sges_.resize(total_sge);
-  ibv_sge* sge = sges_.data();
-  for (size_t i = 0; i < n; ++i) {
-    const RecvWr& w = wrs[i];
-    ibv_recv_wr& d = recv_wrs_[i];
-    std::memset(&d, 0, sizeof d);
-    d.wr_id = w.wr_id;
-    d.next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
-    d.num_sge = static_cast<int>(w.sg.size());
-    d.sg_list = w.sg.empty() ? nullptr : sge;
-    for (const Sge& s : w.sg) {
-      sge->addr = s.addr;
-      sge->length = s.length;
-      sge->lkey = s.lkey;
-      ++sge;
-    }
-  }
   ibv_recv_wr* bad_wr = nullptr;
-  int ret = ibv_post_srq_recv(srq_, recv_wrs_.data(), &bad_wr);  // inline (ops)
+  int ret = ibv_post_srq_recv(srq_, recv_.Encode(wrs, n), &bad_wr);  // inline (ops)
   if (ret != 0) {
-    size_t idx = 0;
-    if (bad_wr >= recv_wrs_.data() && bad_wr < recv_wrs_.data() + n)
-      idx = static_cast<size_t>(bad_wr - recv_wrs_.data());
+    const size_t idx = recv_.IndexOf(bad_wr, n);
     if (bad != nullptr) *bad = idx;
     fail(ret > 0 ? ret : EIO, "ibv_post_srq_recv",
          "the SRQ rejected WR " + std::to_string(idx) +
