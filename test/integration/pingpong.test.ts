@@ -9,7 +9,10 @@ import { execFile } from 'child_process';
 import * as net from 'net';
 import * as path from 'path';
 import { decodeDest, encodeDest, formatGid, listen, exchangeAsClient, MESSAGE_BYTES, gidBytes, gidString } from '../../src/cli/pingpong/wire';
-import { exchangeSrqAsClient, listenSrq } from '../../src/cli/pingpong/srq-wire';
+import { SRQ_TABLE } from '../../src/cli/pingpong/srq';
+import { OPTIONS, resolveOptions } from '../../src/cli/pingpong/options';
+import { runPair } from '../../src/cli/pingpong/run';
+import { parseOptions } from '../../src/cli/shared/options';
 
 const MAIN = path.resolve(__dirname, '../../dist/cli/main.js');
 
@@ -111,7 +114,7 @@ describe("ibv_rc_pingpong's connection exchange", () => {
     const listener = await listen(0, '127.0.0.1');
     const connected: unknown[] = [];
     const serverMine = { ...dest, qpn: 0x42 };
-    const served = listener.exchange(serverMine, (r) => connected.push(r));
+    const served = listener.exchange([serverMine], (r) => connected.push(...r));
     const socket = net.connect({ host: '127.0.0.1', port: listener.port });
     await new Promise((r) => socket.once('connect', r));
     socket.write(Buffer.from('0000:000007:000009:00000000000000000000000000000000\0', 'latin1'));
@@ -123,7 +126,7 @@ describe("ibv_rc_pingpong's connection exchange", () => {
       });
     });
     socket.end(Buffer.from('done\0', 'latin1'));
-    const remote = await served;
+    const [remote] = await served;
     expect(reply.length).toBe(52);
     expect(decodeDest(reply)).toEqual(serverMine);
     expect(remote).toEqual({ lid: 0, qpn: 7, psn: 9, gid: new Uint8Array(16) });
@@ -141,8 +144,8 @@ describe("ibv_rc_pingpong's connection exchange", () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
     try {
-      const remote = await exchangeAsClient('127.0.0.1', port, dest);
-      expect(remote.qpn).toBe(0x99);
+      const remotes = await exchangeAsClient('127.0.0.1', port, [dest]);
+      expect(remotes.map((r) => r.qpn)).toEqual([0x99]);
       await new Promise((r) => setTimeout(r, 50));
       const all = Buffer.concat(received);
       expect(all.subarray(0, 52)).toEqual(encodeDest(dest));
@@ -198,7 +201,7 @@ describe("ibv_srq_pingpong's connection exchange", () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
     try {
-      const remotes = await exchangeSrqAsClient('127.0.0.1', port, mine);
+      const remotes = await exchangeAsClient('127.0.0.1', port, mine, SRQ_TABLE);
       expect(remotes.map((d) => d.qpn)).toEqual([0x900, 0x901, 0x902]);
       await new Promise((r) => setTimeout(r, 50));
       const all = Buffer.concat(received);
@@ -212,7 +215,7 @@ describe("ibv_srq_pingpong's connection exchange", () => {
   });
 
   it('server side: reads 256, connects, answers 256, waits for "done"', async () => {
-    const listener = await listenSrq(0, '127.0.0.1');
+    const listener = await listen(0, '127.0.0.1', SRQ_TABLE);
     const connected: unknown[] = [];
     const served = listener.exchange(mine, (r) => connected.push(r));
     const socket = net.connect({ host: '127.0.0.1', port: listener.port });
@@ -232,5 +235,95 @@ describe("ibv_srq_pingpong's connection exchange", () => {
     expect(decodeDest(reply.subarray(3 * 52, 4 * 52)).qpn).toBe(0);
     expect(remotes.map((d) => d.qpn)).toEqual([7, 8, 9]);
     expect(connected).toEqual([remotes]);
+  });
+});
+
+describe('-c (--chk): the received buffer validated as rdma-core validates it', () => {
+  it.each([
+    ['RC, 4 pages', [], 16384, 300],
+    ['RC, events, 2 pages and a bit', ['-e'], 9000, 200],
+    ['--srq, 2 pages', ['--srq', '-q', '4'], 8192, 400],
+    ['--ud', ['--ud'], 1024, 300],
+    ['--ud, events', ['--ud', '-e', '--pipeline', 'native'], 2048, 200],
+  ])('%s: both ends with -c, the server finds every page marked', async (_name, extra, size, iters) => {
+    const r = await cli(['--loopback', '-c', '-d', 'soft0', '-p', '0', '-s', String(size), '-n', String(iters), ...(extra as string[])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^\\[server\\] ${(size as number) * (iters as number) * 2} bytes in `, 'm'));
+    expect(r.stdout).not.toMatch(/invalid data/);
+  });
+
+  /** The options of `rx-verbs pingpong <args>` on soft0, in one process. */
+  const parse = (args: string[]) => resolveOptions(parseOptions(['--loopback', '-d', 'soft0', '-p', '0', ...args], OPTIONS), () => 'soft0');
+
+  it.each([
+    ['RC', [], 8192, ['invalid data in page 0', 'invalid data in page 1']],
+    ['RC, a page and a byte', [], 4097, ['invalid data in page 0', 'invalid data in page 1']],
+    ['--srq', ['--srq', '-q', '3'], 8192, ['invalid data in page 0', 'invalid data in page 1']],
+    ['--ud', ['--ud'], 1024, ['invalid data in page 0']],
+  ])('%s: a server with -c whose client does not mark its pages reports each page, after the report lines', async (_name, extra, size, pages) => {
+    const server = parse(['-c', '-s', String(size), '-n', '50', ...(extra as string[])]);
+    const lines: string[] = [];
+    await runPair(server, { ...server, chk: false }, (l) => lines.push(l));
+    const serverLines = lines.filter((l) => l.startsWith('[server] ') && !/address/.test(l));
+    expect(serverLines.slice(2)).toEqual((pages as string[]).map((p) => `[server] ${p}`));
+    expect(serverLines[1]).toMatch(/^\[server\] 50 iters in /);
+    expect(lines.filter((l) => /invalid data/.test(l) && l.startsWith('[client]'))).toEqual([]);
+  });
+
+  it('a client with -c and a server without: nothing is checked, nothing reported (as rdma-core: only the server checks)', async () => {
+    const client = parse(['-c', '-s', '8192', '-n', '50']);
+    const lines: string[] = [];
+    await runPair({ ...client, chk: false }, client, (l) => lines.push(l));
+    expect(lines.filter((l) => /invalid data/.test(l))).toEqual([]);
+    expect(lines.filter((l) => / iters in /.test(l))).toHaveLength(2);
+  });
+});
+
+describe("ibv_rc_pingpong's device-feature options", () => {
+  it.each([
+    ['-o', /-o\/--odp is not supported: rx-verbs registers pinned memory only/],
+    ['-O', /-O\/--iodp is not supported/],
+    ['--ts', /-t\/--ts is not supported: .*no timestamp/],
+    ['-j', /-j\/--dm is not supported: .*device memory/],
+  ])('%s fails before anything runs, saying why (exit 1)', async (flag, message) => {
+    const r = await cli(['--loopback', '-d', 'soft0', '-p', '0', '-n', '10', flag as string]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(message as RegExp);
+    expect(r.stdout).toBe('');
+  });
+
+  it('--srq -o is refused too (ibv_srq_pingpong has -o), and its missing options are usage errors', async () => {
+    const odp = await cli(['--srq', '--loopback', '-d', 'soft0', '-p', '0', '-o']);
+    expect(odp.code).toBe(1);
+    expect(odp.stderr).toMatch(/-o\/--odp is not supported/);
+    const ts = await cli(['--srq', '--loopback', '-d', 'soft0', '-p', '0', '-t']);
+    expect(ts.code).toBe(2);
+    expect(ts.stderr).toMatch(/-t\/--ts is not an option of ibv_srq_pingpong/);
+    const ud = await cli(['--ud', '--loopback', '-d', 'soft0', '-p', '0', '-N']);
+    expect(ud.code).toBe(2);
+    expect(ud.stderr).toMatch(/-N\/--new_send is not an option of ibv_ud_pingpong/);
+  });
+
+  it("refuses -P without -o as ibv_rc_pingpong does, and -o with -j", async () => {
+    const p = await cli(['--loopback', '-d', 'soft0', '-p', '0', '-P']);
+    expect(p.code).toBe(2);
+    expect(p.stderr).toMatch(/prefetch is valid only with on-demand memory region/);
+    const dm = await cli(['--loopback', '-d', 'soft0', '-p', '0', '-o', '-j']);
+    expect(dm.code).toBe(2);
+    expect(dm.stderr).toMatch(/DM memory region can't be on demand/);
+  });
+
+  it('-N (--new_send) runs: the new send API makes the same SEND on the wire', async () => {
+    const r = await cli(['--loopback', '-d', 'soft0', '-p', '0', '-s', '64', '-n', '100', '-N', '-c']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expectReports(r.stdout, 64, 100);
+  });
+
+  it('--help lists -c and the feature options', async () => {
+    const r = await cli(['--help']);
+    expect(r.code).toBe(0);
+    for (const o of ['-c, --chk', '-o, --odp', '-O, --iodp', '-P, --prefetch', '-t, --ts', '-j, --dm', '-N, --new_send']) expect(r.stdout).toContain(o);
   });
 });

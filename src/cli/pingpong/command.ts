@@ -4,11 +4,10 @@ import { helpText, parseOptions } from '../shared/options';
 import { UsageError } from '../shared/usage-error';
 import { OPTIONS, resolveOptions, SUMMARY, USAGE } from './options';
 import { runClient, runLoopback, runServer } from './run';
-import { runSrqClient, runSrqLoopback, runSrqServer } from './srq-run';
 
-/** `rx-verbs pingpong`: ibv_rc_pingpong, interoperable with it, on the rx-verbs pipeline. */
+/** `rx-verbs pingpong`: rdma-core's ibv_rc_pingpong (or srq/ud), interoperable with it, on the rx-verbs pipeline. */
 export const pingpong: Command = {
-  summary: 'RC ping-pong, compatible with ibv_rc_pingpong, or with ibv_srq_pingpong (--srq) (server, client or --loopback)',
+  summary: 'RC ping-pong, compatible with ibv_rc_pingpong, or with ibv_srq_pingpong (--srq) or ibv_ud_pingpong (--ud) (server, client or --loopback)',
   async run(argv) {
     const parsed = parseOptions(argv, OPTIONS);
     if (parsed.values.help) {
@@ -18,11 +17,7 @@ export const pingpong: Command = {
     const opts = resolveOptions(parsed, defaultDeviceName);
     if (opts.tcpPort === 0 && opts.server !== undefined) throw new UsageError('the client needs the server\'s TCP port (-p)');
     const print = (line: string) => process.stdout.write(`${line}\n`);
-    if (opts.srq) {
-      if (opts.loopback) await runSrqLoopback(opts, print);
-      else if (opts.server !== undefined) await runSrqClient(opts, print);
-      else await runSrqServer(opts, print);
-    } else if (opts.loopback) await runLoopback(opts, print);
+    if (opts.loopback) await runLoopback(opts, print);
     else if (opts.server !== undefined) await runClient(opts, print);
     else await runServer(opts, print);
     return 0;

@@ -11,7 +11,7 @@
 import { Subscription } from 'rxjs';
 import { ackEvents, drainCq, rearm, type CompletionChannel, type Cq, type WcBatch } from '../../index';
 
-/** What the loops drive: one end of a ping-pong (rc_pingpong's, ud_pingpong's or srq_pingpong's). */
+/** What the loops drive: one end of a ping-pong (end.ts's, in any mode). */
 export interface LoopSide {
   readonly cq: Cq;
   readonly channel: CompletionChannel | undefined;

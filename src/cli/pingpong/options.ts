@@ -1,21 +1,33 @@
-/** Options of `rx-verbs pingpong`: those of `ibv_rc_pingpong`, plus ours. */
+/** Options of `rx-verbs pingpong`: those of rdma-core's `ibv_rc_pingpong`, `ibv_srq_pingpong` and `ibv_ud_pingpong`, plus ours. */
 import type { ParsedOptions } from '../shared/options';
 import { UsageError } from '../shared/usage-error';
+import type { EndOptions } from './end';
+import { checkFeatures } from './features';
 import type { Pipeline } from './loops';
-import type { SideOptions } from './side';
 
 /** The options, in the order `--help` lists them: ibv_rc_pingpong's letters and defaults, then ours. */
 export const OPTIONS = {
   port: { short: 'p', type: 'number', help: 'listen on/connect to TCP port', default: 18515 },
   'ib-dev': { short: 'd', type: 'string', help: 'use RDMA device (default: first real device, else soft0)' },
   'ib-port': { short: 'i', type: 'number', help: 'use port of the device', default: 1 },
-  size: { short: 's', type: 'number', help: 'size of message to exchange (default 4096; 1024 with --ud, as ibv_ud_pingpong)' },
+  size: {
+    short: 's',
+    type: 'number',
+    help: "size of message to exchange (default 4096; with --ud 1024, what ibv_ud_pingpong sends: its --help says 2048, but its code has said 1024 since rdma-core 26)",
+  },
   mtu: { short: 'm', type: 'number', help: 'path MTU', default: 1024 },
   'rx-depth': { short: 'r', type: 'number', help: 'number of receives to post at a time', default: 500 },
   iters: { short: 'n', type: 'number', help: 'number of exchanges', default: 1000 },
   sl: { short: 'l', type: 'number', help: 'service level value', default: 0 },
   events: { short: 'e', type: 'boolean', help: 'sleep on CQ events through the rx-verbs pipeline (default: poll)' },
   'gid-idx': { short: 'g', type: 'number', help: 'local port GID index (needed on RoCE, e.g. rxe)' },
+  chk: { short: 'c', type: 'boolean', help: 'validate received buffer: the client marks each page, the server prints "invalid data in page N" for each page that came back unmarked' },
+  odp: { short: 'o', type: 'boolean', help: 'use on demand paging (not supported: rx-verbs registers pinned memory only; fails before running)' },
+  iodp: { short: 'O', type: 'boolean', help: 'use implicit on demand paging (not supported, as -o)' },
+  prefetch: { short: 'P', type: 'boolean', help: 'prefetch an ODP MR (not supported, as -o)' },
+  ts: { short: 't', type: 'boolean', help: 'get CQE with timestamp (not supported: rx-verbs polls plain work completions, which carry none)' },
+  dm: { short: 'j', type: 'boolean', help: 'use device memory (not supported: rx-verbs allocates no device memory)' },
+  new_send: { short: 'N', type: 'boolean', help: 'use new post send WR API (accepted: the same SEND on the wire, through the one post path)' },
   pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
   ud: { type: 'boolean', help: 'UD datagrams, as ibv_ud_pingpong (--mtu does not apply: messages are limited to the port MTU)' },
   loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
@@ -38,11 +50,16 @@ and compatible with it on the wire (either side can be ibv_rc_pingpong):
 With --srq it is rdma-core's ibv_srq_pingpong instead (and compatible with it):
 -q QPs on each side receive from one shared receive queue of -r receives, and
 -n counts the exchanges of all QPs together.
+With --ud it is ibv_ud_pingpong (UD datagrams of at most the port MTU).
+-c validates the received buffer in every mode, as rdma-core's -c does, so it
+works against theirs in either role. Of ibv_rc_pingpong's device-feature
+options, -N is accepted and -o -O -P -t -j fail before anything runs, saying
+why (ibv_srq_pingpong has -o, ibv_ud_pingpong none of them).
 Soft devices (soft0) exist inside one process only, so two processes cannot
 connect through them: use --loopback there. On RoCE (rxe) give a GID index (-g).`;
 
 /** The parsed command line. */
-export interface PingPongOptions extends SideOptions {
+export interface PingPongOptions extends EndOptions {
   tcpPort: number;
   server: string | undefined;
   loopback: boolean;
@@ -52,8 +69,6 @@ export interface PingPongOptions extends SideOptions {
   timeout: number;
   /** ibv_srq_pingpong's mode. */
   srq: boolean;
-  /** With `srq`: QPs per side. */
-  numQp: number;
   /** ibv_ud_pingpong's mode. */
   ud: boolean;
 }
@@ -73,6 +88,7 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
   const rxDepth = intIn(o['rx-depth'], 'rx-depth', 1, 1 << 20);
   if (o.srq && o.ud) throw new UsageError('--srq and --ud are two different ping-pongs: give one');
   if (o.srq && numQp > rxDepth) throw new UsageError(`rx_depth ${rxDepth} is too small for ${numQp} QPs -- must have at least one receive per QP`);
+  checkFeatures(o, o);
   return {
     device: o['ib-dev'] ?? defaultDevice(),
     ibPort: intIn(o['ib-port'], 'ib-port', 1, 255),
@@ -90,7 +106,8 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
     bind: o.bind,
     timeout: intIn(o.timeout, 'timeout', 0, 86_400),
     srq: o.srq,
-    numQp,
+    numQp: o.srq ? numQp : 1,
+    chk: o.chk,
     ud: o.ud,
   };
 }

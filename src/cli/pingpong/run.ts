@@ -1,98 +1,116 @@
-/** The three roles of `rx-verbs pingpong`: server, client, and both in one process. */
+/**
+ * The three roles of `rx-verbs pingpong` (server, client, both in one
+ * process), the same for every mode: the mode decides the QPs, the size of
+ * the address exchange and the look of the address lines.
+ */
+import { PingPongEnd, type Mode } from './end';
 import { eventsUntilDone, pollUntilDone } from './loops';
 import type { PingPongOptions } from './options';
-import { makeEnd, PingPongEnd as Side } from './end';
-import { describeUdDest } from './ud-side';
-import { Dest, describeDest as describeRcDest, exchangeAsClient, listen } from './wire';
+import { rcMode } from './rc';
+import { srqMode } from './srq';
+import { udMode } from './ud';
+import { exchangeAsClient, listen, type Dest } from './wire';
 
 /** Where the report lines go (stdout, or a test's collector). */
 export type Print = (line: string) => void;
 
-/** An address line as the mode's rdma-core program prints it. */
-function describeDest(opts: PingPongOptions, which: 'local' | 'remote', d: Dest): string {
-  return opts.ud ? describeUdDest(which, d) : describeRcDest(which, d);
+/** The mode the options pick. */
+export function modeOf(opts: Pick<PingPongOptions, 'srq' | 'ud'>): Mode {
+  return opts.srq ? srqMode : opts.ud ? udMode : rcMode;
 }
 
-function checkSide(side: Side, opts: PingPongOptions): void {
-  if (side.ctx.provider === 'soft' && !opts.loopback) {
-    throw new Error(
-      `${opts.device} is a soft device: it exists inside one process, so two processes cannot connect through it; use --loopback`,
-    );
+/** An end of the mode the options pick. */
+export function makeEnd(opts: PingPongOptions): PingPongEnd {
+  const end = new PingPongEnd(opts, modeOf(opts));
+  if (end.ctx.provider === 'soft' && !opts.loopback) {
+    end.close();
+    throw new Error(`${opts.device} is a soft device: it exists inside one process, so two processes cannot connect through it; use --loopback`);
   }
+  return end;
 }
 
-async function runLoop(sides: Side[], opts: PingPongOptions): Promise<void> {
+function printDests(print: Print, end: PingPongEnd, which: 'local' | 'remote', dests: readonly Dest[], prefix = ''): void {
+  for (const d of dests) print(`${prefix}${end.mode.describe(which, d)}`);
+}
+
+async function runLoop(ends: PingPongEnd[], opts: PingPongOptions): Promise<void> {
   const timeoutMs = opts.timeout * 1000;
-  if (opts.events) await Promise.all(sides.map((s) => eventsUntilDone(s, opts.pipeline, timeoutMs)));
-  else pollUntilDone(sides, timeoutMs);
+  if (opts.events) await Promise.all(ends.map((e) => eventsUntilDone(e, opts.pipeline, timeoutMs)));
+  else pollUntilDone(ends, timeoutMs);
 }
 
 /** Server: wait for one client, then ping-pong. */
 export async function runServer(opts: PingPongOptions, print: Print): Promise<void> {
-  const side = makeEnd(opts);
+  const end = makeEnd(opts);
   try {
-    checkSide(side, opts);
-    const listener = await listen(opts.tcpPort, opts.bind);
+    const listener = await listen(opts.tcpPort, opts.bind, end.mode.table);
     try {
-      print(describeDest(opts, 'local', side.local));
-      const remote = await listener.exchange(side.local, (r) => side.connect(r));
-      print(describeDest(opts, 'remote', remote));
+      printDests(print, end, 'local', end.locals);
+      const remotes = await listener.exchange(end.locals, (r) => end.connect(r));
+      printDests(print, end, 'remote', remotes);
     } finally {
       listener.close();
     }
-    side.start(false);
-    await runLoop([side], opts);
-    side.report().forEach((l) => print(l));
+    end.start(false);
+    await runLoop([end], opts);
+    end.report().forEach((l) => print(l));
   } finally {
-    side.close();
+    end.close();
   }
 }
 
 /** Client: connect to the server at `opts.server`, then ping-pong. */
 export async function runClient(opts: PingPongOptions, print: Print): Promise<void> {
-  const side = makeEnd(opts);
+  const end = makeEnd(opts);
   try {
-    checkSide(side, opts);
-    print(describeDest(opts, 'local', side.local));
-    const remote = await exchangeAsClient(opts.server as string, opts.tcpPort, side.local);
-    print(describeDest(opts, 'remote', remote));
-    side.connect(remote);
-    side.start(true);
-    await runLoop([side], opts);
-    side.report().forEach((l) => print(l));
+    printDests(print, end, 'local', end.locals);
+    const remotes = await exchangeAsClient(opts.server as string, opts.tcpPort, end.locals, end.mode.table);
+    printDests(print, end, 'remote', remotes);
+    end.connect(remotes);
+    end.start(true);
+    await runLoop([end], opts);
+    end.report().forEach((l) => print(l));
   } finally {
-    side.close();
+    end.close();
   }
 }
 
 /**
  * Both roles in this process, each with its own context on the device,
  * exchanging over 127.0.0.1 exactly as two processes would. Polling drives
- * both sides from one loop; with events each side has its own pipeline.
+ * both ends from one loop; with events each end has its own pipeline.
  */
 export async function runLoopback(opts: PingPongOptions, print: Print): Promise<void> {
-  const server = makeEnd(opts);
-  let client: Side | undefined;
+  await runPair(opts, opts, print);
+}
+
+/**
+ * {@link runLoopback} with options of its own for each end (tests give the
+ * two ends different `-c` or sizes, as two processes could have).
+ */
+export async function runPair(serverOpts: PingPongOptions, clientOpts: PingPongOptions, print: Print): Promise<void> {
+  const server = makeEnd(serverOpts);
+  let client: PingPongEnd | undefined;
   try {
-    client = makeEnd(opts);
-    const listener = await listen(opts.tcpPort, '127.0.0.1');
-    let serverRemote;
-    let clientRemote;
+    client = makeEnd(clientOpts);
+    const listener = await listen(serverOpts.tcpPort, '127.0.0.1', server.mode.table);
+    let serverRemotes: Dest[];
+    let clientRemotes: Dest[];
     try {
-      const serverSide = listener.exchange(server.local, (r) => server.connect(r));
-      clientRemote = await exchangeAsClient('127.0.0.1', listener.port, client.local);
-      serverRemote = await serverSide;
+      const serverSide = listener.exchange(server.locals, (r) => server.connect(r));
+      clientRemotes = await exchangeAsClient('127.0.0.1', listener.port, client.locals, client.mode.table);
+      serverRemotes = await serverSide;
     } finally {
       listener.close();
     }
-    client.connect(clientRemote);
-    print(`[server]${describeDest(opts, 'local', server.local)}`);
-    print(`[server]${describeDest(opts, 'remote', serverRemote)}`);
-    print(`[client]${describeDest(opts, 'local', client.local)}`);
-    print(`[client]${describeDest(opts, 'remote', clientRemote)}`);
+    client.connect(clientRemotes);
+    printDests(print, server, 'local', server.locals, '[server]');
+    printDests(print, server, 'remote', serverRemotes, '[server]');
+    printDests(print, client, 'local', client.locals, '[client]');
+    printDests(print, client, 'remote', clientRemotes, '[client]');
     server.start(false);
     client.start(true);
-    await runLoop([server, client], opts);
+    await runLoop([server, client], serverOpts);
     server.report().forEach((l) => print(`[server] ${l}`));
     client.report().forEach((l) => print(`[client] ${l}`));
   } finally {

@@ -1,14 +1,16 @@
 /**
- * The connection exchange of rdma-core's `ibv_rc_pingpong`, so that either
- * side can be ours: over TCP each side sends one NUL-terminated message
+ * The connection exchange of rdma-core's pingpongs, so that either side can
+ * be ours: over TCP each side sends a table of NUL-terminated messages, one
+ * per QP (one for `ibv_rc_pingpong` and `ibv_ud_pingpong`; always 256 for
+ * `ibv_srq_pingpong`, all zeros past its `-q`), each
  *
  * ```
  * LLLL:QQQQQQ:PPPPPP:GGGGGGGGGGGGGGGGGGGGGGGGGGGGGGGG\0     (52 bytes)
  * ```
  *
  * (LID, QP number, PSN and the 16 GID bytes in order, all lower-case hex).
- * The client connects and sends its message first; the server reads it,
- * connects its QP (RTR, RTS), answers with its own message, and the client
+ * The client connects and sends its table first; the server reads it,
+ * connects its QPs (RTR, RTS), answers with its own table, and the client
  * ends with `"done\0"`.
  */
 import * as net from 'net';
@@ -151,21 +153,46 @@ export function write(socket: net.Socket, data: Buffer): Promise<void> {
   return new Promise((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve())));
 }
 
+const ZERO: Dest = { lid: 0, qpn: 0, psn: 0, gid: new Uint8Array(16) };
+
+/** `table` messages: `mine`, then all-zero ones (srq_pingpong always sends its whole table). */
+function encodeTable(mine: readonly Dest[], table: number): Buffer {
+  return Buffer.concat(Array.from({ length: table }, (_, i) => encodeDest(mine[i] ?? ZERO)));
+}
+
+/** Reads `table` messages and keeps the first `want`. */
+async function readTable(reader: Reader, table: number, want: number): Promise<Dest[]> {
+  const out: Dest[] = [];
+  for (let i = 0; i < table; i++) {
+    const msg = await reader.read(MESSAGE_BYTES);
+    if (msg.length !== MESSAGE_BYTES) {
+      throw new Error(`${msg.length}/${MESSAGE_BYTES}: Couldn't read remote address${table > 1 ? ` [${i}]` : ''}`);
+    }
+    if (i < want) out.push(decodeDest(msg));
+  }
+  return out;
+}
+
 /** A listening server, waiting for one client. */
 export interface Listener {
   /** The TCP port it listens on (useful with port 0). */
   port: number;
   /**
-   * Accepts one client, reads its message, lets `connect` bring the QP up
-   * (rc_pingpong connects before answering), answers with `mine`, waits for
-   * the client's `done`, and closes. Resolves to the client's side.
+   * Accepts one client, reads its table, lets `connect` bring the QPs up
+   * (the programs connect before answering), answers with `mine` (padded to
+   * the table), waits for the client's `done`, and closes. Resolves to the
+   * client's first `mine.length` addresses.
    */
-  exchange(mine: Dest, connect: (remote: Dest) => void): Promise<Dest>;
+  exchange(mine: readonly Dest[], connect: (remotes: Dest[]) => void): Promise<Dest[]>;
   close(): void;
 }
 
-/** Listens on `port` (all addresses unless `host` is given), as rc_pingpong's server. */
-export async function listen(port: number, host?: string): Promise<Listener> {
+/**
+ * Listens on `port` (all addresses unless `host` is given), as the
+ * programs' servers, for an exchange of `table` addresses each way (1:
+ * rc_pingpong and ud_pingpong; 256: srq_pingpong).
+ */
+export async function listen(port: number, host?: string, table = 1): Promise<Listener> {
   const server = net.createServer({ noDelay: true });
   const accepted: net.Socket[] = [];
   let onAccept: ((s: net.Socket) => void) | undefined;
@@ -186,16 +213,14 @@ export async function listen(port: number, host?: string): Promise<Listener> {
     port: actual,
     async exchange(mine, connect) {
       const socket = accepted.shift() ?? (await new Promise<net.Socket>((resolve) => (onAccept = resolve)));
-      server.close(); // one client, as rc_pingpong (it closes the listening socket after accept)
+      server.close(); // one client, as the programs (they close the listening socket after accept)
       try {
         const reader = new Reader(socket);
-        const msg = await reader.read(MESSAGE_BYTES);
-        if (msg.length !== MESSAGE_BYTES) throw new Error(`${msg.length}/${MESSAGE_BYTES}: couldn't read remote address`);
-        const remote = decodeDest(msg);
-        connect(remote);
-        await write(socket, encodeDest(mine));
+        const remotes = await readTable(reader, table, mine.length);
+        connect(remotes);
+        await write(socket, encodeTable(mine, table));
         await reader.read(DONE.length); // the client's "done" (or its end)
-        return remote;
+        return remotes;
       } finally {
         socket.destroy();
       }
@@ -207,20 +232,19 @@ export async function listen(port: number, host?: string): Promise<Listener> {
   };
 }
 
-/** Connects to the server at `host:port`, as rc_pingpong's client; resolves to the server's side. */
-export async function exchangeAsClient(host: string, port: number, mine: Dest): Promise<Dest> {
+/** Connects to the server at `host:port`, as the programs' clients; resolves to the server's first `mine.length` addresses. */
+export async function exchangeAsClient(host: string, port: number, mine: readonly Dest[], table = 1): Promise<Dest[]> {
   const socket = net.connect({ host, port, noDelay: true });
   try {
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
-      socket.once('error', (err) => reject(new Error(`couldn't connect to ${host}:${port}: ${err.message}`)));
+      socket.once('error', (err) => reject(new Error(`Couldn't connect to ${host}:${port}: ${err.message}`)));
     });
     const reader = new Reader(socket);
-    await write(socket, encodeDest(mine));
-    const msg = await reader.read(MESSAGE_BYTES);
-    if (msg.length !== MESSAGE_BYTES) throw new Error(`${msg.length}/${MESSAGE_BYTES}: couldn't read remote address`);
+    await write(socket, encodeTable(mine, table));
+    const remotes = await readTable(reader, table, mine.length);
     await write(socket, DONE);
-    return decodeDest(msg);
+    return remotes;
   } finally {
     socket.end();
     socket.destroy();
