@@ -8,9 +8,11 @@
 // to $RXE_OUT/interop.tsv; both sides' output goes to $RXE_OUT/interop/.
 // usage: interop.js <gid-index> <first-tcp-port>   (cases on stdin:
 //        "server client size iters events [mode]" lines, server/client =
-//        ours|theirs; a sixth field picks another ping-pong: srqN the --srq
+//        ours|theirs; a sixth field, comma-separated words: srqN the --srq
 //        mode with N QPs against ibv_srq_pingpong -q N, "ud" `pingpong --ud`
-//        against ibv_ud_pingpong)
+//        against ibv_ud_pingpong, "rc" the default; "chk" both sides with -c
+//        (the server must find every page marked), "srvchk" the server only
+//        with -c (it must report every page: the client marked none))
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -18,7 +20,7 @@ const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
 const { runServer, runClient } = require(path.join(root, 'dist/cli/pingpong/run.js'));
-const { runSrqServer, runSrqClient } = require(path.join(root, 'dist/cli/pingpong/srq-run.js'));
+const { CHECK_PAGE } = require(path.join(root, 'dist/cli/pingpong/check.js'));
 const OUT = process.env.RXE_OUT;
 const [gidIndex, firstPort] = process.argv.slice(2).map(Number);
 const T0 = Date.now();
@@ -28,15 +30,21 @@ function options(c, port, server) {
   return {
     device: 'rxe0', ibPort: 1, gidIndex, size: c.size, iters: c.iters, rxDepth: 500, mtu: 1024, sl: 0,
     events: c.events, tcpPort: port, server, loopback: false, pipeline: 'operators', bind: '127.0.0.1', timeout: 60,
-    srq: c.numQp > 0, numQp: c.numQp || 16,
-    ud: c.ud,
+    srq: c.numQp > 0, numQp: c.numQp || 1,
+    ud: c.ud, chk: withChk(c, server),
   };
+}
+
+/** Whether the side (`server`: the host a client connects to; undefined for the server) runs with -c. */
+function withChk(c, server) {
+  return c.chk === 'both' || (c.chk === 'server' && server === undefined);
 }
 
 function theirs(c, port, server) {
   const args = ['-d', 'rxe0', '-g', String(gidIndex), '-s', String(c.size), '-n', String(c.iters), '-p', String(port)];
   if (c.events) args.push('-e');
   if (c.numQp) args.push('-q', String(c.numQp));
+  if (withChk(c, server)) args.push('-c');
   if (server) args.push(server);
   const child = spawn(c.numQp ? 'ibv_srq_pingpong' : c.ud ? 'ibv_ud_pingpong' : 'ibv_rc_pingpong', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -57,8 +65,8 @@ async function ours(c, port, server, onListening) {
     if (lines.length === 1 && onListening) onListening(); // the server prints after it listens
   };
   try {
-    if (server) await (c.numQp ? runSrqClient : runClient)(options(c, port, server), print);
-    else await (c.numQp ? runSrqServer : runServer)(options(c, port, undefined), print);
+    if (server) await runClient(options(c, port, server), print);
+    else await runServer(options(c, port, undefined), print);
     return { rc: 0, out: lines.join('\n') + '\n' };
   } catch (err) {
     return { rc: 1, out: `${lines.join('\n')}\nrx-verbs: ${err && err.message}\n` };
@@ -86,6 +94,13 @@ function reportOk(out, c) {
     && new RegExp(`^${c.iters} iters in [0-9.]+ seconds = [0-9.]+ usec/iter$`, 'm').test(out);
 }
 
+/** -c's verdict in the server's output: no page reported when both marked, every page when the client did not. */
+function chkOk(serverOut, c) {
+  const reported = serverOut.split('\n').filter((l) => /^invalid data in page \d+$/.test(l));
+  const expected = c.chk === 'server' ? Array.from({ length: Math.ceil(c.size / CHECK_PAGE) }, (_, i) => `invalid data in page ${i}`) : [];
+  return JSON.stringify(reported) === JSON.stringify(expected);
+}
+
 async function runCase(c, port) {
   const t = Date.now();
   let srv;
@@ -111,10 +126,10 @@ async function runCase(c, port) {
     }
     srv = await server.done;
   }
-  const name = `${c.numQp ? `srq${c.numQp}-` : ''}${c.ud ? 'ud-' : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
+  const name = `${c.numQp ? `srq${c.numQp}-` : ''}${c.ud ? 'ud-' : ''}${c.chk ? `${c.chk === 'both' ? 'chk' : 'srvchk'}-` : ''}${c.server}-${c.client}-${c.size}-${c.events ? 'ev' : 'poll'}`;
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.server.log`), srv.out);
   fs.writeFileSync(path.join(OUT, 'interop', `${name}.client.log`), cli.out);
-  const ok = srv.rc === 0 && cli.rc === 0 && reportOk(srv.out, c) && reportOk(cli.out, c);
+  const ok = srv.rc === 0 && cli.rc === 0 && reportOk(srv.out, c) && reportOk(cli.out, c) && chkOk(srv.out, c);
   const secs = ((Date.now() - t) / 1000).toFixed(1);
   const mbit = (/= ([0-9.]+) Mbit\/sec$/m.exec(cli.out) || [])[1] || '-';
   fs.appendFileSync(path.join(OUT, 'interop.tsv'),
@@ -130,11 +145,16 @@ async function runCase(c, port) {
 
 async function main() {
   const cases = fs.readFileSync(0, 'utf8').split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 5 || f.length === 6)
-    .map(([server, client, size, iters, events, mode]) => ({
-      server, client, size: Number(size), iters: Number(iters), events: events === '1',
-      numQp: /^srq\d+$/.test(mode || '') ? Number(mode.replace(/^srq/, '')) : 0,
-      ud: mode === 'ud',
-    }));
+    .map(([server, client, size, iters, events, mode]) => {
+      const words = (mode || '').split(',');
+      const srq = words.find((w) => /^srq\d+$/.test(w));
+      return {
+        server, client, size: Number(size), iters: Number(iters), events: events === '1',
+        numQp: srq ? Number(srq.replace(/^srq/, '')) : 0,
+        ud: words.includes('ud'),
+        chk: words.includes('chk') ? 'both' : words.includes('srvchk') ? 'server' : undefined,
+      };
+    });
   let port = firstPort;
   let failed = 0;
   for (const c of cases) {

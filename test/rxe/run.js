@@ -228,9 +228,16 @@ function guestExit(dir) {
 const SRQ_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 4096 400 ${ev} srq4`));
 // ibv_ud_pingpong: both roles, polling and -e (UD messages fit the port MTU: 1024 on rxe0).
 const UD_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].map((ev) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} 1024 500 ${ev} ud`));
-const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'theirs ours 4096 200 1 srq4', 'ours theirs 1024 200 1 ud'];
+// -c in every mode, both roles: each side's marks pass the other's check
+// (a few hundred exchanges); then a server with -c whose client marks
+// nothing must report every page, ours and theirs alike.
+const CHK_INTEROP = ['ours', 'theirs'].flatMap((server) => {
+  const client = server === 'ours' ? 'theirs' : 'ours';
+  return [`${server} ${client} 8192 200 0 rc,chk`, `${server} ${client} 8192 200 1 srq4,chk`, `${server} ${client} 1024 200 0 ud,chk`, `${server} ${client} 8192 100 0 rc,srvchk`];
+});
+const QUICK_INTEROP = ['ours theirs 4096 200 1', 'theirs ours 4096 200 0', 'theirs ours 4096 200 1 srq4', 'ours theirs 1024 200 1 ud', 'theirs ours 8192 200 0 rc,chk'];
 const FULL_INTEROP = ['ours', 'theirs'].flatMap((server) => [0, 1].flatMap((ev) => [['64', 1000], ['4096', 500], ['65536', 100]]
-  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`))).concat(SRQ_INTEROP, UD_INTEROP);
+  .map(([size, iters]) => `${server} ${server === 'ours' ? 'theirs' : 'ours'} ${size} ${iters} ${ev}`))).concat(SRQ_INTEROP, UD_INTEROP, CHK_INTEROP);
 const QUICK_CLI = ['ours theirs 4096 100 1'];
 const FULL_CLI = ['theirs theirs 4096 500 0', 'ours theirs 4096 500 1', 'theirs ours 65536 100 0', 'ours ours 4096 500 1'];
 
