@@ -68,6 +68,8 @@ export interface Mode {
   readonly table: number;
   /** QPs per end. */
   qpCount(options: EndOptions): number;
+  /** Refuses what the device cannot do, before anything is allocated on it. */
+  check?(ctx: Context, options: EndOptions): void;
   /** Builds the QPs and brings them to INIT. */
   build(shared: Shared): Transport;
   /** An address line as the program prints it. */
@@ -111,6 +113,7 @@ export class PingPongEnd {
     const ctx = openDevice(options.device);
     this.ctx = ctx;
     try {
+      mode.check?.(ctx, options);
       this.channel = options.events ? ctx.createCompChannel() : undefined;
       const pd = ctx.allocPd();
       this.mr = pd.registerMemory(Buffer.alloc(options.size + mode.headroom, 0x7b), { access: ['LOCAL_WRITE'] });

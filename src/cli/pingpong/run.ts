@@ -85,8 +85,9 @@ export async function runLoopback(opts: PingPongOptions, print: Print): Promise<
 }
 
 /**
- * {@link runLoopback} with options of its own for each end (tests give the
- * two ends different `-c` or sizes, as two processes could have).
+ * {@link runLoopback} with options of its own for each end, as two
+ * processes could have them (tests give the ends different `-c`); the loop
+ * (`-e`, `--pipeline`, `--timeout`) follows the server's.
  */
 export async function runPair(serverOpts: PingPongOptions, clientOpts: PingPongOptions, print: Print): Promise<void> {
   const server = makeEnd(serverOpts);

@@ -28,9 +28,11 @@ export const udMode: Mode = {
   table: 1,
   qpCount: () => 1,
   describe: describeUdDest,
-  build({ ctx, pd, cq, mr, options }: Shared): Transport {
+  check(ctx, options) {
     const mtu = MTU_BYTES[ctx.queryPort(options.ibPort).activeMtu] ?? 0;
     if (options.size > mtu) throw new Error(`Requested size larger than port MTU (${mtu})`);
+  },
+  build({ pd, cq, mr, options }: Shared): Transport {
     const qp = pd.createQp({
       type: 'UD',
       qkey: UD_QKEY,
