@@ -24,18 +24,21 @@ const T0 = Date.now();
 const ms = () => Date.now() - T0;
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 const fds = () => fs.readdirSync('/proc/self/fd').length;
-const fdTargets = () =>
-  fs
-    .readdirSync('/proc/self/fd')
-    .map((f) => {
-      try {
-        return fs.readlinkSync(`/proc/self/fd/${f}`);
-      } catch {
-        return '?';
-      }
-    })
-    .filter((t) => !/^(pipe|socket):|^\/dev\/(null|pts)/.test(t))
-    .join(' ');
+/** Every open descriptor and what it is (readlink), by number. */
+const fdTable = () => {
+  const table = new Map();
+  for (const f of fs.readdirSync('/proc/self/fd')) {
+    try {
+      table.set(f, fs.readlinkSync(`/proc/self/fd/${f}`));
+    } catch {
+      // closed between readdir and readlink (the readdir's own descriptor)
+    }
+  }
+  return table;
+};
+/** The descriptors open now that were not (or were something else) in `base`, named. */
+const fdsSince = (base) =>
+  [...fdTable()].filter(([f, t]) => base.get(f) !== t).map(([f, t]) => `${f}=${t}`).join(' ') || 'none';
 const rssKiB = () => Math.round(process.memoryUsage().rss / 1024);
 const say = (who, line) => process.stdout.write(`cm-faults ${name} ${who}: ${line}\n`);
 
@@ -265,7 +268,8 @@ async function connectStream(host, port, extra = {}) {
  * transfer: it ends (disconnected$ or an error completion) within `bound`,
  * every WR it posted comes back, it closes, and its fds are back.
  */
-async function survive(s, who, baseFds, bound) {
+async function survive(s, who, base, bound) {
+  const baseFds = base.size;
   const t = Date.now();
   const how = await within(
     new Promise((resolve) => {
@@ -284,7 +288,7 @@ async function survive(s, who, baseFds, bound) {
   // Give a descriptor closed behind the scenes a moment; then name the extra ones.
   for (let i = 0; i < 30 && fds() !== baseFds; i++) await sleep(100);
   const after = fds();
-  check(after === baseFds, `fds ${baseFds} before, ${after} after close (${how}; open: ${fdTargets()})`);
+  check(after === baseFds, `fds ${baseFds} before, ${after} after close (${how}; new: ${fdsSince(base)})`);
   return `${how} after ${ended} ms; ${s.received} received, ${s.sent} sent, ${s.posted} WRs posted = ${s.returned} returned (${s.flushed} WR_FLUSH_ERR${s.errors.length ? `, ${s.errors.join(', ')}` : ''}); closed; fds ${baseFds} -> ${after}${flushedOk ? '' : ' (none flushed)'}`;
 }
 
@@ -345,15 +349,15 @@ const cases = {
   'peer-killed': {
     server: async (listener) => {
       const requests = requestQueue(listener);
-      const base = fds();
+      const base = fdTable();
       const s = await acceptStream(await requests.next());
       await s.until(() => s.received >= 200);
       say('server', `transferring: ${s.received} messages checked`);
-      return survive(s, 'server', base + 0, 30_000);
+      return survive(s, 'server', base, 30_000);
     },
     client: async (host, port) => {
       await warmUp(host, port);
-      const base = fds();
+      const base = fdTable();
       const s = await connectStream(host, port);
       s.start();
       await s.until(() => s.sent >= 200);
@@ -368,7 +372,7 @@ const cases = {
   'link-down': {
     server: async (listener) => {
       const requests = requestQueue(listener);
-      const base = fds();
+      const base = fdTable();
       const s = await acceptStream(await requests.next());
       await s.until(() => s.received >= 200);
       say('server', `transferring: ${s.received} messages checked`);
@@ -376,7 +380,7 @@ const cases = {
     },
     client: async (host, port) => {
       await warmUp(host, port);
-      const base = fds();
+      const base = fdTable();
       const s = await connectStream(host, port);
       s.start();
       await s.until(() => s.sent >= 200);

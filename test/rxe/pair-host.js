@@ -77,11 +77,37 @@ class Host {
       }) : undefined;
       if (found !== undefined) {
         this.gid = found;
-        return { nic: this.nic, gid: found };
+        break;
       }
       await sleep(200);
     }
-    throw new Error(`rxe0 has no GID ${want} after 20 s`);
+    if (!this.gid) throw new Error(`rxe0 has no GID ${want} after 20 s`);
+    // After a link came back up, rxe0's port follows the carrier a moment later.
+    const state = '/sys/class/infiniband/rxe0/ports/1/state';
+    for (let i = 0; i < 100; i++) {
+      try { if (fs.readFileSync(state, 'utf8').includes('ACTIVE')) return { nic: this.nic, gid: this.gid }; } catch { /* being made */ }
+      await sleep(200);
+    }
+    throw new Error(`rxe0's port is not ACTIVE after 20 s (${fs.existsSync(state) ? fs.readFileSync(state, 'utf8').trim() : 'no port'})`);
+  }
+
+  /**
+   * Waits until the peer answers on the test link: ARP and ping first (a
+   * neighbour entry that failed while a link was down is probed again),
+   * then the CM: a connect to a port nobody listens on comes back REJECTED
+   * (status 8) only when address, route and the peer's IB CM all work.
+   */
+  async reachPeer(port) {
+    const r = await shell(`for i in $(seq 1 40); do busybox ping -c 1 -W 1 "$RXV_PEER" >/dev/null 2>&1 && break; sleep 0.5; done
+      busybox ping -c 1 -W 1 "$RXV_PEER" >/dev/null 2>&1 || { echo "no ping reply from $RXV_PEER"; exit 1; }
+      for i in $(seq 1 10); do
+        out=$(timeout 10 rping -c -a "$RXV_PEER" -p "$RXV_PORT" -C 1 2>&1)
+        case "$out" in *"REJECTED, error 8"*) exit 0;; esac
+        sleep 1
+      done
+      echo "no rdma_cm answer from $RXV_PEER: $out"; exit 1`, this.env(port), 110);
+    if (r.rc !== 0) throw new Error(`the peer is not reachable again: ${r.out.trim()}`);
+    return true;
   }
 
   env(port) {

@@ -184,6 +184,9 @@ async function driver(local) {
         try {
           await Promise.all([local.killAll(), peer.killAll()]);
           await Promise.all([local.setupDevice(), peer.setupDevice()]);
+          // One after the other: each probes the other's CM on a port no case uses.
+          await local.reachPeer(FIRST_CASE_PORT - 1);
+          await peer.reachPeer(FIRST_CASE_PORT - 1);
         } catch (e) {
           r.notes.push(`reset after the case failed: ${e.message}`);
           r.result = 'FAIL';
