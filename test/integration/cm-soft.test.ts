@@ -312,6 +312,37 @@ describe('connections on soft0 over the soft CM', () => {
     }
   });
 
+  it("the server's port goes down under a live connection: the client's send ends RETRY_EXC_ERR, it closes with fds back; with the port back it connects again", async () => {
+    const server = `softcm-pd${process.pid}`;
+    createSoftDevice({ name: server, addresses: ['198.19.9.4'] });
+    createSoftDevice({ name: `softcm-pc${process.pid}`, addresses: ['198.19.9.5'] });
+    const device = track(openDevice(server));
+    const listener = listen({ host: '198.19.9.4', port: 0 });
+    const accepted: Connection[] = [];
+    listener.requests$.subscribe((r) => void r.accept().then((c) => accepted.push(track(c))));
+    const options = { host: '198.19.9.4', port: listener.address!.port, localHost: '198.19.9.5' };
+    const base = openFds();
+    const client = await connectApi(options);
+    const end = new End(client);
+    device.faults.portEvent('PORT_ERR');
+    try {
+      end.send('into the void');
+      const batch = (await client.sendCq.completions$.take()) as WcBatch;
+      expect(batch.at(0)!.status).toBe('RETRY_EXC_ERR');
+      expect(client.disconnected).toBe(false);
+      client.close();
+      end.mr.close();
+      expect(await firstValueFrom(client.disconnected$)).toEqual({ by: 'local' });
+      expect(openFds()).toBe(base);
+    } finally {
+      device.faults.portEvent('PORT_ACTIVE');
+    }
+    const again = await connect(options);
+    const b = new End(again);
+    b.send('back');
+    await b.sent();
+  });
+
   it('connects from the local address asked for (another soft device)', async () => {
     const name = `softcm-src${process.pid}`;
     createSoftDevice({ name, addresses: ['198.19.9.3'] });
