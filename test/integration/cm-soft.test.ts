@@ -313,10 +313,10 @@ describe('connections on soft0 over the soft CM', () => {
   });
 
   it("the server's port goes down under a live connection: the client's send ends RETRY_EXC_ERR, it closes with fds back; with the port back it connects again", async () => {
-    const server = `softcm-pd${process.pid}`;
-    createSoftDevice({ name: server, addresses: ['198.19.9.4'] });
+    const serverDevice = `softcm-pd${process.pid}`;
+    createSoftDevice({ name: serverDevice, addresses: ['198.19.9.4'] });
     createSoftDevice({ name: `softcm-pc${process.pid}`, addresses: ['198.19.9.5'] });
-    const device = track(openDevice(server));
+    const device = track(openDevice(serverDevice));
     const listener = listen({ host: '198.19.9.4', port: 0 });
     const accepted: Connection[] = [];
     listener.requests$.subscribe((r) => void r.accept().then((c) => accepted.push(track(c))));
@@ -333,14 +333,18 @@ describe('connections on soft0 over the soft CM', () => {
       client.close();
       end.mr.close();
       expect(await firstValueFrom(client.disconnected$)).toEqual({ by: 'local' });
+      // The server's end (in this process) goes too: then every fd since the baseline is closed.
+      for (const c of accepted.splice(0)) c.close();
       expect(openFds()).toBe(base);
     } finally {
       device.faults.portEvent('PORT_ACTIVE');
     }
-    const again = await connect(options);
-    const b = new End(again);
-    b.send('back');
-    await b.sent();
+    const again = new End(await connect(options));
+    while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const server = new End(accepted[0]);
+    server.postRecv();
+    again.send('back');
+    expect(await server.received()).toBe('back');
   });
 
   it('connects from the local address asked for (another soft device)', async () => {

@@ -304,7 +304,6 @@ async function runPair(o) {
       RXE_PROJECT: ROOT, RXE_ROLE: g.role, RXE_SELF: g.self, RXE_PEER: g.peer, RXE_MAC: g.mac,
       RXE_CTRL_SELF: g.ctrlSelf, RXE_CTRL_PEER: g.ctrlPeer, RXE_CTRL_MAC: g.ctrlMac,
       RXE_PAIR_CASES: process.env.RXE_PAIR_CASES ?? '', RXE_QUICK: o.quick ? '1' : '0', RXE_FAST_TAR: FAST_TAR,
-      CM_FAULTS_UNFINISHED: process.env.CM_FAULTS_UNFINISHED ?? '',
       RXE_PAIR_BENCH: o.pairBench, RXE_BENCH_QUICK: process.env.RXE_BENCH_QUICK === '1' ? '1' : '0',
     });
     // Guest a listens on the host's loopback, guest b connects: QEMU relays
