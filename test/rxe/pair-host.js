@@ -65,9 +65,10 @@ class Host {
 
   /**
    * Address, link up, rxe0 on the NIC, its GID of our address: also the
-   * reset after a fault case. `fresh` makes rxe0 anew: after its link went
-   * down and up, rxe0 of the 6.1 kernel carries IP but its CM answers no
-   * connect request any more (the peer's REQs get no reply at all).
+   * reset after a fault case. `fresh` makes rxe0 anew: once a host's link
+   * had gone down and up (6.1 kernel), IP worked again but the peer's
+   * connect requests got no answer at all, not even a reject; with a new
+   * rxe0 they do.
    */
   async setupDevice(fresh = false) {
     if (!this.nic) throw new Error(`no network device with MAC ${process.env.RXE_MAC} (the test link)`);
