@@ -324,6 +324,11 @@ describe('connections on soft0 over the soft CM', () => {
     const base = openFds();
     const client = await connectApi(options);
     const end = new End(client);
+    const serverSide = async () => {
+      while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
+      return accepted[0];
+    };
+    await serverSide();
     device.faults.portEvent('PORT_ERR');
     try {
       end.send('into the void');
@@ -340,8 +345,7 @@ describe('connections on soft0 over the soft CM', () => {
       device.faults.portEvent('PORT_ACTIVE');
     }
     const again = new End(await connect(options));
-    while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
-    const server = new End(accepted[0]);
+    const server = new End(await serverSide());
     server.postRecv();
     again.send('back');
     expect(await server.received()).toBe('back');
