@@ -29,12 +29,12 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
   timeoutMs?: number;
   /**
    * How often the QP resends a packet the peer did not acknowledge before
-   * its work request fails with `RETRY_EXC_ERR` (0-7, default 6; the
-   * peer's QP gets the same count). A peer that vanished without a word (its
-   * link or host gone) is noticed only this way, after about
-   * (retryCount + 1) x the QP's ACK timeout, which the CM derives from the
-   * route (0.5-2 s on RoCE). Not 7 by default: rxe (Soft-RoCE) retries
-   * forever at 7.
+   * its work request fails with `RETRY_EXC_ERR` (0-7, default 6; over
+   * rdma_cm the peer's QP gets the same count). A peer that vanished
+   * without a word (its link or host gone) is noticed only this way, after
+   * about (retryCount + 1) x the QP's ACK timeout, which the CM derives
+   * from the route (about 2 s a try on rxe). Not 7 by default: rxe
+   * (Soft-RoCE) retries for ever at 7.
    */
   retryCount?: number;
   /**
