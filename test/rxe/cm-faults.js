@@ -420,8 +420,9 @@ const cases = {
       }
       for (const s of streams) s.close();
       listener.close();
-      const ae = await within(asyncEnd, 10_000, 'asyncEvents$ ending').catch((e) => e);
-      return `requests$: ${req.name}; disconnected$: ${conns.map(([d]) => d.name).join(', ')}; completions$: ${conns.map(([, c]) => c.name).join(', ')}; asyncEvents$: ${ae && ae.name ? ae.name : ae}; all closed`;
+      const ae = await within(asyncEnd, 10_000, 'asyncEvents$ ending');
+      typed(ae, rx.DeviceRemovedError, 'asyncEvents$');
+      return `requests$: ${req.name}; disconnected$: ${conns.map(([d]) => d.name).join(', ')}; completions$: ${conns.map(([, c]) => c.name).join(', ')}; asyncEvents$: ${ae.name}; all closed`;
     },
     client: async (host, port) => {
       // 30 s: the first connects after the reset of a destructive case wait for
