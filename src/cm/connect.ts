@@ -6,7 +6,7 @@ import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { SharedCmChannel } from './router';
-import { checkFunction, checkHost, checkMs, checkPort, checkPrivateData } from './validate';
+import { checkFunction, checkHost, checkInt, checkMs, checkPort, checkPrivateData } from './validate';
 
 /**
  * What address and route resolution each get from the CM, whatever
@@ -37,7 +37,8 @@ const RESOLVE_MS = 2000;
  * );
  * ```
  * @param options `host` and `port` of the listener; `privateData` (at most
- *   56 bytes); `timeoutMs` (default 10000); `provider` or `cm`; the verbs
+ *   56 bytes); `timeoutMs` (default 10000); `retryCount` (default 6) and
+ *   `rnrRetryCount` (default 7); `provider` or `cm`; the verbs
  *   options (`pd`, `sendCq`, `recvCq`, `channel`, `cqe`, `cap`).
  * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
  * @see {@link connect}
@@ -52,6 +53,8 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
   const port = checkPort(opts.port, false);
   const privateData = checkPrivateData(opts.privateData, 'connect');
   const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
+  const retryCount = checkInt(opts.retryCount, 'retryCount', 0, 7, 6);
+  const rnrRetryCount = checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
   const scheduler = schedulerOf(opts.scheduler);
   const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
   const cm = portFor<R, object>(opts, host);
@@ -105,7 +108,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
             resources = cm.createResources(id!, opts);
             cm.modifyQp(id!, resources, 'INIT');
             prepare?.(resources);
-            id!.connect({ qpNum: resources.qpNum, privateData });
+            id!.connect({ qpNum: resources.qpNum, privateData, retryCount, rnrRetryCount });
             return;
           case 'CONNECT_RESPONSE':
             // INIT again: before the request went out the CM knew no

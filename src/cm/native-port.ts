@@ -159,6 +159,7 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
     resources.sendCq.fail(error);
     resources.recvCq.fail(error);
     resources.channel?.fail(error);
+    resources.context.failAsync(error);
   }
 
   releaseResources(resources: VerbsResources): void {

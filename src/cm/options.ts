@@ -27,6 +27,22 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
    * alone would retry for about a minute.
    */
   timeoutMs?: number;
+  /**
+   * How often the QP resends a packet the peer did not acknowledge before
+   * its work request fails with `RETRY_EXC_ERR` (0-7, default 6; over
+   * rdma_cm the peer's QP gets the same count). A peer that vanished
+   * without a word (its link or host gone) is noticed only this way, after
+   * about (retryCount + 1) x the QP's ACK timeout, which the CM derives
+   * from the route (about 2 s a try on rxe). Not 7 by default: rxe
+   * (Soft-RoCE) retries for ever at 7.
+   */
+  retryCount?: number;
+  /**
+   * How often the QP resends after the peer answered "receiver not ready"
+   * (0-7, default 7: for ever, as librdmacm and rping do; a peer that is
+   * gone sends no such answer, so this never hides a dead peer).
+   */
+  rnrRetryCount?: number;
   /** The scheduler the timeout runs on (default `asyncScheduler`; marble tests use virtual time). */
   scheduler?: SchedulerLike;
   /**

@@ -46,3 +46,11 @@ export function checkFunction(value: unknown, what: string): ((...args: never[])
   if (typeof value !== 'function') throw new TypeError(`${what} must be a function, got ${describe(value)}`);
   return value as (...args: never[]) => unknown;
 }
+
+/** An optional integer in [min, max] (a retry count, say). */
+export function checkInt(value: unknown, what: string, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${describe(value)}`);
+  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${value}`);
+  return value;
+}

@@ -162,6 +162,16 @@ export class Context {
     return this.asyncSource;
   }
 
+  /**
+   * @internal The connection manager saw the device go (`DEVICE_REMOVAL`):
+   * the async events stream ends with `error`, as it does after
+   * `DEVICE_FATAL`. Needed where the device says nothing itself: rxe has
+   * no disassociation and raises no DEVICE_FATAL when it is deleted.
+   */
+  failAsync(error: Error): void {
+    this.asyncEvents().error(error);
+  }
+
   /** Async events dropped because nobody took them. */
   get droppedAsyncEvents(): number {
     return this.droppedAsync;

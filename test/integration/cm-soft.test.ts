@@ -312,6 +312,45 @@ describe('connections on soft0 over the soft CM', () => {
     }
   });
 
+  it("the server's port goes down under a live connection: the client's send ends RETRY_EXC_ERR, it closes with fds back; with the port back it connects again", async () => {
+    const serverDevice = `softcm-pd${process.pid}`;
+    createSoftDevice({ name: serverDevice, addresses: ['198.19.9.4'] });
+    createSoftDevice({ name: `softcm-pc${process.pid}`, addresses: ['198.19.9.5'] });
+    const device = track(openDevice(serverDevice));
+    const listener = listen({ host: '198.19.9.4', port: 0 });
+    const accepted: Connection[] = [];
+    listener.requests$.subscribe((r) => void r.accept().then((c) => accepted.push(track(c))));
+    const options = { host: '198.19.9.4', port: listener.address!.port, localHost: '198.19.9.5' };
+    const base = openFds();
+    const client = await connectApi(options);
+    const end = new End(client);
+    const serverSide = async () => {
+      while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
+      return accepted[0];
+    };
+    await serverSide();
+    device.faults.portEvent('PORT_ERR');
+    try {
+      end.send('into the void');
+      const batch = (await client.sendCq.completions$.take()) as WcBatch;
+      expect(batch.at(0)!.status).toBe('RETRY_EXC_ERR');
+      expect(client.disconnected).toBe(false);
+      client.close();
+      end.mr.close();
+      expect(await firstValueFrom(client.disconnected$)).toEqual({ by: 'local' });
+      // The server's end (in this process) goes too: then every fd since the baseline is closed.
+      for (const c of accepted.splice(0)) c.close();
+      expect(openFds()).toBe(base);
+    } finally {
+      device.faults.portEvent('PORT_ACTIVE');
+    }
+    const again = new End(await connect(options));
+    const server = new End(await serverSide());
+    server.postRecv();
+    again.send('back');
+    expect(await server.received()).toBe('back');
+  });
+
   it('connects from the local address asked for (another soft device)', async () => {
     const name = `softcm-src${process.pid}`;
     createSoftDevice({ name, addresses: ['198.19.9.3'] });

@@ -63,11 +63,19 @@ class Host {
     if (r.rc !== 0) throw new Error(`control link set-up failed: ${r.out.trim()}`);
   }
 
-  /** Address, link up, rxe0 on the NIC, its GID of our address: also the reset after a fault case. */
-  async setupDevice() {
+  /**
+   * Address, link up, rxe0 on the NIC, its GID of our address: also the
+   * reset after a fault case. `fresh` makes rxe0 anew: once a host's link
+   * had gone down and up (6.1 kernel), IP worked again but the peer's
+   * connect requests got no answer at all, not even a reject; with a new
+   * rxe0 they do.
+   */
+  async setupDevice(fresh = false) {
     if (!this.nic) throw new Error(`no network device with MAC ${process.env.RXE_MAC} (the test link)`);
-    const r = await shell(`ip addr replace ${SELF}/24 dev ${this.nic} && ip link set ${this.nic} up &&
-      { [ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev ${this.nic}; }`);
+    const again = fresh ? '{ [ ! -e /sys/class/infiniband/rxe0 ] || timeout 60 rdma link delete rxe0; } &&' : '';
+    this.gid = '';
+    const r = await shell(`ip addr replace ${SELF}/24 dev ${this.nic} && ip link set ${this.nic} up && ${again}
+      { [ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev ${this.nic}; }`, {}, 90);
     if (r.rc !== 0) throw new Error(`device set-up failed: ${r.out.trim()}`);
     const dir = '/sys/class/infiniband/rxe0/ports/1/gids';
     const want = gidOf(SELF);
@@ -77,11 +85,40 @@ class Host {
       }) : undefined;
       if (found !== undefined) {
         this.gid = found;
-        return { nic: this.nic, gid: found };
+        break;
       }
       await sleep(200);
     }
-    throw new Error(`rxe0 has no GID ${want} after 20 s`);
+    if (!this.gid) throw new Error(`rxe0 has no GID ${want} after 20 s`);
+    // After a link came back up, rxe0's port follows the carrier a moment later.
+    const state = '/sys/class/infiniband/rxe0/ports/1/state';
+    for (let i = 0; i < 100; i++) {
+      try { if (fs.readFileSync(state, 'utf8').includes('ACTIVE')) return { nic: this.nic, gid: this.gid }; } catch { /* being made */ }
+      await sleep(200);
+    }
+    throw new Error(`rxe0's port is not ACTIVE after 20 s (${fs.existsSync(state) ? fs.readFileSync(state, 'utf8').trim() : 'no port'})`);
+  }
+
+  /**
+   * Waits until the peer answers on the test link: ARP and ping first (a
+   * neighbour entry that failed while a link was down is probed again),
+   * then the CM: a connect to a port nobody listens on comes back REJECTED
+   * (status 8) only when address, route and the peer's IB CM all work.
+   */
+  async reachPeer(port) {
+    const r = await shell(`t0=$(date +%s); since() { echo "$(( $(date +%s) - t0 )) s"; }
+      for i in $(seq 1 30); do busybox ping -c 1 -W 1 "$RXV_PEER" >/dev/null 2>&1 && break; sleep 0.5; done
+      if ! busybox ping -c 1 -W 1 "$RXV_PEER" >/dev/null 2>&1; then
+        echo "no ping reply from $RXV_PEER after $(since)"; ip -br link; ip -br addr; ip neigh; exit 1
+      fi
+      for i in $(seq 1 4); do
+        out=$(timeout 20 rping -c -a "$RXV_PEER" -p "$RXV_PORT" -C 1 2>&1)
+        case "$out" in *"REJECTED, error 8"*) echo "rping answered after $(since)"; exit 0;; esac
+        echo "rping try $i ($(since)): $out" | tr '\\n' ' '; echo
+      done
+      echo "no rdma_cm answer from $RXV_PEER"; ip neigh; cat /sys/class/infiniband/rxe0/ports/1/state; exit 1`, this.env(port), 110);
+    if (r.rc !== 0) throw new Error(`the peer is not reachable again: ${r.out.trim()}`);
+    return true;
   }
 
   env(port) {

@@ -183,7 +183,10 @@ async function driver(local) {
       if (c.destructive || r.result === 'FAIL') {
         try {
           await Promise.all([local.killAll(), peer.killAll()]);
-          await Promise.all([local.setupDevice(), peer.setupDevice()]);
+          await Promise.all([local.setupDevice(c.destructive), peer.setupDevice(c.destructive)]);
+          // One after the other: each probes the other's CM on a port no case uses.
+          await local.reachPeer(FIRST_CASE_PORT - 1);
+          await peer.reachPeer(FIRST_CASE_PORT - 1);
         } catch (e) {
           r.notes.push(`reset after the case failed: ${e.message}`);
           r.result = 'FAIL';

@@ -241,6 +241,8 @@ describe('connections (virtual CM, real time)', () => {
       [{ host: '10.0.0.2', port: '1', cm }, /port must be a number/],
       [{ host: '10.0.0.2', port: 1, cm, privateData: 5 }, /privateData must be/],
       [{ host: '10.0.0.2', port: 1, cm, timeoutMs: -1 }, /timeoutMs/],
+      [{ host: '10.0.0.2', port: 1, cm, retryCount: 8 }, /retryCount must be an integer in \[0, 7\]/],
+      [{ host: '10.0.0.2', port: 1, cm, rnrRetryCount: '7' }, /rnrRetryCount must be a number/],
       [{ host: '10.0.0.2', port: 1, cm, scheduler: {} }, /scheduler/],
       [{ host: '10.0.0.2', port: 1, cm: {} }, /cm must be a CM port/],
     ];
