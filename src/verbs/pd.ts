@@ -135,7 +135,7 @@ export class Pd {
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
     if (srq !== undefined && !(srq instanceof Srq)) throw new TypeError('srq must be an Srq from pd.createSrq()');
     const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, srq?.native ?? null, ud ? 4 : 2);
-    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey) : new Qp(native, this, sendCq, recvCq, srq);
+    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey, srq) : new Qp(native, this, sendCq, recvCq, srq);
     return this.children.add('QP', qp);
   }
 
