@@ -339,8 +339,11 @@ export interface WorkCompletionInit {
   srcQp: number;
   flags: number;
   vendorErr: number;
+  /** 0-0xffff (the column is a `Uint16Array`). */
   slid: number;
+  /** 0-15 (the column is a `Uint8Array`). */
   sl: number;
+  /** 0-127 (the column is a `Uint8Array`). */
   dlidPathBits: number;
 }
 

@@ -25,6 +25,7 @@ export interface CreateQpOptions {
    * Receive from this shared receive queue (of the same PD): the QP has no
    * receive queue of its own (`cap.maxRecvWr`/`maxRecvSge` are ignored and
    * `qp.postRecv` fails with `EINVAL`); completions still go to `recvCq`.
+   * RC and UD QPs alike (a UD receive takes its GRH room from the SRQ's buffers).
    */
   srq?: Srq;
 }

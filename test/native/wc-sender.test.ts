@@ -6,7 +6,7 @@
  * is named by the GID in the GRH); completions injected with these fields
  * (soft).
  */
-import { createSoftDevice, listDevices, openDevice, Context, Cq, Qp, WC_FLAGS, WorkCompletion } from '../../src';
+import { createSoftDevice, listDevices, openDevice, Context, Cq, WC_FLAGS, WorkCompletion } from '../../src';
 import { itSoft, makePair, region, expectThrow } from '../support/device';
 import { makeUdSet, QKEY, UD_GID_INDEX, completions, postRecv, gidBytes, isIpv4Mapped, decodeGrh } from '../support/ud';
 import { scaled } from '../support/slow';
@@ -133,10 +133,14 @@ describe('the sender in a work completion', () => {
       const b = side(ctxB);
       a.qp.connect(b.qp.endpoint(), { sl: 6 });
       b.qp.connect(a.qp.endpoint(), { sl: 11 });
-      const exchange = async (from: { qp: Qp; mr: ReturnType<typeof region> }, to: { qp: Qp; cq: Cq; mr: ReturnType<typeof region> }) => {
+      type Side = ReturnType<typeof side>;
+      const exchange = async (from: Side, to: Side) => {
         to.qp.postRecv({ wrId: 1, sg: { mr: to.mr } });
         from.qp.postSend({ wrId: 2, sg: { mr: from.mr, length: 4 } });
-        return firstRecv(to.cq, 1);
+        const got = await firstRecv(to.cq, 1);
+        // The sender's own completion, out of the way of its later receive.
+        expect((await completions(from.cq, 1)).at(0)).toMatchObject({ opcode: 'SEND', status: 'SUCCESS' });
+        return got;
       };
       expect(await exchange(a, b)).toMatchObject({ srcQp: a.qp.qpNum, slid: ctxA.queryPort(1).lid, sl: 6 });
       expect(await exchange(b, a)).toMatchObject({ srcQp: b.qp.qpNum, slid: ctxB.queryPort(1).lid, sl: 11 });
