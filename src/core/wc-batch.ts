@@ -1,7 +1,19 @@
 import { wcOpcodeName, wcStatusName, WcOpcode, WcStatus, WC_FLAGS } from './constants';
 
-/** Bytes one work completion takes in a batch buffer: a u64 wr_id + 8 u32 columns. */
-export const WC_BYTES = 40;
+/**
+ * Bytes one work completion takes in a batch buffer: a u64 `wr_id`, 8 u32
+ * columns, `slid` (u16), `sl` and `dlidPathBits` (u8 each) and 4 reserved
+ * bytes (zero). A multiple of 8, so every batch in a slab starts aligned.
+ */
+export const WC_BYTES = 48;
+
+// Where the narrow columns start, in bytes per completion before them: the
+// column of a batch of n begins at n times this.
+const SLID_AT = 40;
+const SL_AT = 42;
+const PATH_BITS_AT = 43;
+// The narrow columns as [where, bytes per completion], for byte-wise copies.
+const NARROW: ReadonlyArray<readonly [number, number]> = [[SLID_AT, 2], [SL_AT, 1], [PATH_BITS_AT, 1]];
 
 /** One work completion as a plain object (made on demand by {@link WcBatch.at}). */
 export interface WorkCompletion {
@@ -23,6 +35,16 @@ export interface WorkCompletion {
   flags: number;
   /** Vendor error syndrome (0 when none). */
   vendorErr: number;
+  /**
+   * The sender's LID (`ibv_wc.slid`), for successful receives: on an
+   * InfiniBand port the LID of the port the message came from (UD and RC);
+   * on RoCE 0 (there are no LIDs: the sender is in the GRH, see `flags`).
+   */
+  slid: number;
+  /** The service level the message travelled on (`ibv_wc.sl`, 0-15), for successful receives. */
+  sl: number;
+  /** The low bits of the destination LID that chose this port's path (`ibv_wc.dlid_path_bits`; 0 when the port's LMC is 0). */
+  dlidPathBits: number;
 }
 
 /**
@@ -32,7 +54,9 @@ export interface WorkCompletion {
  *
  * Layout of the buffer (little-endian, as the native side writes it):
  * `wrId: u64[n]`, then `status, opcode, byteLen, imm, qpNum, srcQp, flags,
- * vendorErr: u32[n]` each.
+ * vendorErr: u32[n]` each, then `slid: u16[n]`, `sl: u8[n]`,
+ * `dlidPathBits: u8[n]` and 4n reserved bytes ({@link WC_BYTES} per
+ * completion).
  *
  * @example
  * ```ts
@@ -62,6 +86,9 @@ export class WcBatch {
   private readonly views: Array<Uint32Array | undefined> = [];
   private wrIdView: BigUint64Array | undefined;
   private wordsView: Uint32Array | undefined;
+  private slidView: Uint16Array | undefined;
+  private slView: Uint8Array | undefined;
+  private pathBitsView: Uint8Array | undefined;
 
   /**
    * Wraps `length` completions laid out in `buffer` from `byteOffset` (see
@@ -142,6 +169,21 @@ export class WcBatch {
     return this.views[7] ?? this.column(7);
   }
 
+  /** The sender's LID (successful receives; 0 on RoCE). */
+  get slid(): Uint16Array {
+    return (this.slidView ??= new Uint16Array(this.buffer, this.byteOffset + this.length * SLID_AT, this.length));
+  }
+
+  /** Service level (successful receives). */
+  get sl(): Uint8Array {
+    return (this.slView ??= new Uint8Array(this.buffer, this.byteOffset + this.length * SL_AT, this.length));
+  }
+
+  /** Destination LID path bits (successful receives). */
+  get dlidPathBits(): Uint8Array {
+    return (this.pathBitsView ??= new Uint8Array(this.buffer, this.byteOffset + this.length * PATH_BITS_AT, this.length));
+  }
+
   private column(k: number): Uint32Array {
     const n = this.length;
     return (this.views[k] = new Uint32Array(this.buffer, this.byteOffset + n * 8 + k * n * 4, n));
@@ -175,6 +217,9 @@ export class WcBatch {
       batch.srcQp[i] = wc.srcQp ?? 0;
       batch.flags[i] = wc.flags ?? (wc.imm !== undefined ? WC_FLAGS.WITH_IMM : 0);
       batch.vendorErr[i] = wc.vendorErr ?? 0;
+      batch.slid[i] = wc.slid ?? 0;
+      batch.sl[i] = wc.sl ?? 0;
+      batch.dlidPathBits[i] = wc.dlidPathBits ?? 0;
     });
     return batch;
   }
@@ -186,20 +231,28 @@ export class WcBatch {
     for (const b of batches) n += b.length;
     const { buffer: out, byteOffset } = allocate(n);
     const dst = new Uint32Array(out, byteOffset, n * (WC_BYTES / 4));
+    const dst8 = new Uint8Array(out, byteOffset, n * WC_BYTES);
     let at = 0;
-    // In 32-bit words a batch of m is: wr_id at [0, 2m), column k at 2m + k*m.
+    // In 32-bit words a batch of m is: wr_id at [0, 2m), column k at 2m + k*m;
+    // in bytes, the narrow columns of width w start at m times their *_AT.
+    // The reserved bytes stay zero.
     for (const b of batches) {
       const m = b.length;
       if (m === 0) continue;
       const src = new Uint32Array(b.buffer, b.byteOffset, m * (WC_BYTES / 4));
+      const src8 = new Uint8Array(b.buffer, b.byteOffset, m * WC_BYTES);
       if (m >= 256) {
         // Large parts: bulk copies (each view costs more than a short loop).
         dst.set(src.subarray(0, 2 * m), 2 * at);
         for (let k = 0; k < 8; k++) dst.set(src.subarray(2 * m + k * m, 2 * m + (k + 1) * m), 2 * n + k * n + at);
+        for (const [from, w] of NARROW) dst8.set(src8.subarray(from * m, from * m + w * m), from * n + w * at);
       } else {
         for (let i = 0, t = 2 * at; i < 2 * m; i++) dst[t + i] = src[i];
         for (let k = 0; k < 8; k++) {
           for (let i = 0, f = 2 * m + k * m, t = 2 * n + k * n + at; i < m; i++) dst[t + i] = src[f + i];
+        }
+        for (const [from, w] of NARROW) {
+          for (let i = 0, f = from * m, t = from * n + w * at; i < w * m; i++) dst8[t + i] = src8[f + i];
         }
       }
       at += m;
@@ -223,6 +276,9 @@ export class WcBatch {
     out.srcQp.set(this.srcQp.subarray(s, e));
     out.flags.set(this.flags.subarray(s, e));
     out.vendorErr.set(this.vendorErr.subarray(s, e));
+    out.slid.set(this.slid.subarray(s, e));
+    out.sl.set(this.sl.subarray(s, e));
+    out.dlidPathBits.set(this.dlidPathBits.subarray(s, e));
     return out;
   }
 
@@ -255,6 +311,9 @@ export class WcBatch {
       srcQp: this.srcQp[i],
       flags,
       vendorErr: this.vendorErr[i],
+      slid: this.slid[i],
+      sl: this.sl[i],
+      dlidPathBits: this.dlidPathBits[i],
     };
   }
 
@@ -280,6 +339,12 @@ export interface WorkCompletionInit {
   srcQp: number;
   flags: number;
   vendorErr: number;
+  /** 0-0xffff (the column is a `Uint16Array`). */
+  slid: number;
+  /** 0-15 (the column is a `Uint8Array`). */
+  sl: number;
+  /** 0-127 (the column is a `Uint8Array`). */
+  dlidPathBits: number;
 }
 
 // Every empty batch shares one buffer, so it must be one JS cannot detach:
@@ -293,7 +358,7 @@ const EMPTY: WcBatch | undefined = (() => {
   const wasm = (globalThis as { WebAssembly?: { Memory: new (d: { initial: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
   if (!wasm) return undefined;
   const empty = new WcBatch(new wasm.Memory({ initial: 0 }).buffer, 0);
-  const columns = [empty.wrId, empty.wrIdWords, empty.status, empty.opcode, empty.byteLen, empty.imm, empty.qpNum, empty.srcQp, empty.flags, empty.vendorErr];
+  const columns = [empty.wrId, empty.wrIdWords, empty.status, empty.opcode, empty.byteLen, empty.imm, empty.qpNum, empty.srcQp, empty.flags, empty.vendorErr, empty.slid, empty.sl, empty.dlidPathBits];
   for (const c of columns) Object.freeze(c);
   Object.freeze((empty as unknown as { views: unknown[] }).views);
   Object.freeze(empty);

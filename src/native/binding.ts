@@ -78,6 +78,10 @@ export interface NativeWcInit {
   qpNum?: number;
   imm?: number;
   vendorErr?: number;
+  srcQp?: number;
+  slid?: number;
+  sl?: number;
+  dlidPathBits?: number;
 }
 
 /** Per-CQ counters kept by the native side. */

@@ -15,6 +15,12 @@ napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
   if (!view) return nullptr;
   auto* ids = reinterpret_cast<uint64_t*>(base);
   auto* cols = reinterpret_cast<uint32_t*>(base + n * 8);
+  auto* slid = reinterpret_cast<uint16_t*>(base + n * 40);
+  uint8_t* sl = base + n * 42;
+  uint8_t* path_bits = base + n * 43;
+  // The slab may hand out bytes an earlier batch used: the reserved
+  // column must read as zero.
+  std::memset(base + n * 44, 0, n * 4);
   for (size_t i = 0; i < n; i++) {
     const Wc& w = wcs[i];
     ids[i] = w.wr_id;
@@ -26,6 +32,9 @@ napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
     cols[5 * n + i] = w.src_qp;
     cols[6 * n + i] = w.wc_flags;
     cols[7 * n + i] = w.vendor_err;
+    slid[i] = w.slid;
+    sl[i] = w.sl;
+    path_bits[i] = w.dlid_path_bits;
   }
   return view;
 }

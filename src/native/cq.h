@@ -21,9 +21,11 @@ class ChannelWrap;
 // Work completions cross into JS as a Uint8Array (a region of the CQ's own
 // slab, see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
 // status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err as
-// u32[n] each (40 bytes per completion). nullptr when JS values cannot be
-// made (environment going away).
-constexpr size_t kWcBytes = 40;
+// u32[n] each, slid u16[n], sl u8[n], dlid_path_bits u8[n] and 4n reserved
+// zero bytes (48 bytes per completion, so batches stay 8-byte aligned; the
+// layout is src/core/wc-batch.ts's). nullptr when JS values cannot be made
+// (environment going away).
+constexpr size_t kWcBytes = 48;
 napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
 class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {

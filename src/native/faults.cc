@@ -25,6 +25,11 @@ Wc ParseWc(Napi::Env env, Napi::Value v) {
   wc.byte_len = num("byteLen", 0, UINT32_MAX);
   wc.qp_num = num("qpNum", 0, 0xffffff);
   wc.vendor_err = num("vendorErr", 0, UINT32_MAX);
+  wc.src_qp = num("srcQp", 0, 0xffffff);
+  // The widths ibv_wc gives them: a LID, a 4-bit SL, up to 7 path bits.
+  wc.slid = uint16_t(num("slid", 0, 0xffff));
+  wc.sl = uint8_t(num("sl", 0, 15));
+  wc.dlid_path_bits = uint8_t(num("dlidPathBits", 0, 127));
   Napi::Value imm = o.Get("imm");
   if (!imm.IsUndefined()) {
     wc.imm = ValueU32(env, imm, "imm");

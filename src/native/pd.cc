@@ -126,7 +126,9 @@ static uint32_t CapField(Napi::Env env, Napi::Object cap, const char* key,
   return ValueU32(env, v, what.c_str(), 0, 1u << 24);
 }
 
-// createQp(sendCq, recvCq, cap, sqSigAll): an RC QP. The cap getters may
+// createQp(sendCq, recvCq, cap, sqSigAll, srq, type): an RC or UD QP, on an
+// SRQ when one is given (UD included: its receives take the GRH room from
+// the SRQ's buffers like any other). The cap getters may
 // run any JS (closing this PD or the CQs): every argument is read before the
 // native objects are taken.
 Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
@@ -148,8 +150,6 @@ Napi::Value PdWrap::CreateQp(const Napi::CallbackInfo& info) {
   const uint32_t type = info[5].IsUndefined() ? qp_type::RC : ArgU32(info, 5, "QP type", 0, 0xff);
   if (type != qp_type::RC && type != qp_type::UD)
     throw Napi::RangeError::New(env, "QP type must be 2 (RC) or 4 (UD)");
-  if (srqw && type == qp_type::UD)
-    throw ErrnoError(env, EOPNOTSUPP, "ibv_create_qp", "UD QPs on an SRQ are not supported yet: give the UD QP its own receive queue");
   Pd* pd = Checked(env, "ibv_create_qp");
   if (srqw) {
     init.srq = srqw->Checked(env, "ibv_create_qp");

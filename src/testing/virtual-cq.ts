@@ -303,7 +303,7 @@ export class VirtualCq implements CqLike {
         out.push({
           wrId: value.wrId[i], status: value.status[i], opcode: value.opcode[i], byteLen: value.byteLen[i],
           imm: value.imm[i], qpNum: value.qpNum[i], srcQp: value.srcQp[i], flags: value.flags[i],
-          vendorErr: value.vendorErr[i],
+          vendorErr: value.vendorErr[i], slid: value.slid[i], sl: value.sl[i], dlidPathBits: value.dlidPathBits[i],
         });
       }
       return out;

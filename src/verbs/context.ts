@@ -44,6 +44,14 @@ export interface InjectedWc {
   byteLen?: number;
   qpNum?: number;
   imm?: number;
+  /** The sender's QP number (0-0xffffff). */
+  srcQp?: number;
+  /** The sender's LID (0-0xffff); see `WorkCompletion.slid`. */
+  slid?: number;
+  /** Service level (0-15). */
+  sl?: number;
+  /** Destination LID path bits (0-127). */
+  dlidPathBits?: number;
 }
 
 /** Fault injection on soft devices (tests of what users see when things break). */
@@ -186,6 +194,10 @@ export class Context {
       byteLen: w.byteLen,
       qpNum: w.qpNum,
       imm: w.imm,
+      srcQp: w.srcQp,
+      slid: w.slid,
+      sl: w.sl,
+      dlidPathBits: w.dlidPathBits,
     });
     const f = this.native.faults;
     return {

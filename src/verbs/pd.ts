@@ -25,6 +25,7 @@ export interface CreateQpOptions {
    * Receive from this shared receive queue (of the same PD): the QP has no
    * receive queue of its own (`cap.maxRecvWr`/`maxRecvSge` are ignored and
    * `qp.postRecv` fails with `EINVAL`); completions still go to `recvCq`.
+   * RC and UD QPs alike (a UD receive takes its GRH room from the SRQ's buffers).
    */
   srq?: Srq;
 }
@@ -135,7 +136,7 @@ export class Pd {
     const sigAll = optBool(sqSigAll, 'sqSigAll', false);
     if (srq !== undefined && !(srq instanceof Srq)) throw new TypeError('srq must be an Srq from pd.createSrq()');
     const native = this.native.createQp(sendCq.native, recvCq.native, capCopy, sigAll, srq?.native ?? null, ud ? 4 : 2);
-    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey) : new Qp(native, this, sendCq, recvCq, srq);
+    const qp = ud ? new UdQp(native, this, sendCq, recvCq, udQkey, srq) : new Qp(native, this, sendCq, recvCq, srq);
     return this.children.add('QP', qp);
   }
 

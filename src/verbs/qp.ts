@@ -54,8 +54,8 @@ export interface ConnectOptions {
   maxRdAtomic?: number;
   /**
    * RDMA READs and atomics this QP answers at once as responder
-   * (`max_dest_rd_atomic`, RTR; default 1). 0 means none: an atomic sent
-   * to it fails with `REM_INV_REQ_ERR`.
+   * (`max_dest_rd_atomic`, RTR; default 1). 0 means none: an RDMA READ or
+   * an atomic sent to it fails with `REM_INV_REQ_ERR` (rxe and soft0 alike).
    */
   maxDestRdAtomic?: number;
 }

@@ -32,6 +32,11 @@ const encoder = new WrEncoder();
  * (with `srq`) once fewer receives than that remain. If it runs dry, a
  * sender gets receiver-not-ready (RNR) naks and retries as on any RC QP.
  *
+ * UD QPs may be created on it too (`pd.createQp({ type: 'UD', qkey, srq })`):
+ * a datagram then takes the next shared receive, which must hold the 40
+ * bytes of GRH room in front of the message; with the pool empty the
+ * datagram is dropped (UD has no RNR).
+ *
  * Close it after the QPs that use it: while any remains, `close()` fails
  * with `EBUSY` (closing the PD closes them in the right order).
  */

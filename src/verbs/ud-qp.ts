@@ -2,6 +2,7 @@ import type { NativeQp } from '../native/binding';
 import type { AccessFlag } from '../core/constants';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
+import type { Srq } from './srq';
 import { Qp } from './qp';
 import { copyOptions, optInt } from './validate';
 
@@ -28,8 +29,8 @@ export class UdQp extends Qp {
   readonly qkey: number;
 
   /** @internal */
-  constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq, qkey: number) {
-    super(native, pd, sendCq, recvCq);
+  constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq, qkey: number, srq?: Srq) {
+    super(native, pd, sendCq, recvCq, srq);
     this.qkey = qkey;
   }
 

@@ -70,13 +70,13 @@ describe('README', () => {
     expect(r.stdout.trim().split('\n').map((l) => Number(l.split(' ')[0])).reduce((x, y) => x + y, 0)).toBe(3);
   });
 
-  it('runs the UD example as written: the datagram arrives after its 40-byte GRH, naming its sender', async () => {
+  it('runs the UD example as written: the datagram arrives after its 40-byte GRH, naming its sender (srcQp, slid)', async () => {
     const block = blocks.find((b) => b.heading === '## Datagrams (UD) and address handles');
     expect(block).toBeDefined();
     const r = await runTs(block!.code);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toBe('SUCCESS 45 true true hello');
+    expect(r.stdout.trim()).toBe('SUCCESS 45 true true true hello');
   });
 
   it('runs the atomics example as written: fetch-and-add, then a compare-and-swap that matches', async () => {

@@ -285,6 +285,23 @@ describe('atomics', () => {
       await failing('REM_INV_REQ_ERR', (p, t, r) => faa(t.mr, r.mr, 1n, 0xbad), { connect: { maxDestRdAtomic: 0 } });
     });
 
+    it('an RDMA READ to a responder with no read/atomic resources (maxDestRdAtomic 0): REM_INV_REQ_ERR as well', async () => {
+      // Responder resources bound READs and atomics alike: with none, no READ may be outstanding.
+      const p = atomicPair({ maxDestRdAtomic: 0 });
+      try {
+        const src = guarded(p.pd, 64, ['LOCAL_WRITE', 'REMOTE_READ'], 0x5a, 64);
+        const dst = guarded(p.pd, 64, ['LOCAL_WRITE'], 0x77, 64);
+        const before = dst.snapshot();
+        const wc = await one(p.a, { wrId: 0xbad, opcode: 'RDMA_READ', sg: { mr: dst.mr }, remote: { addr: src.mr.remoteAddr(), rkey: src.mr.rkey } });
+        expect(wc).toMatchObject({ wrId: 0xbadn, status: 'REM_INV_REQ_ERR' });
+        expect(p.a.state).toBe('ERR');
+        expect(dst.whole.equals(before)).toBe(true);
+        await expectFreshPairWorks(p.ctx);
+      } finally {
+        p.close();
+      }
+    });
+
     it('a local buffer the device may not write: a local error (soft: nothing touched on either side)', async () => {
       // rxe runs the atomic, then fails writing the result: only the local side is checked there.
       await failing(localError('LOC_PROT_ERR'), (p, t, r) => faa(t.mr, r.mr, 1n, 0xbad), { local: [], remoteUntouched: IS_SOFT });

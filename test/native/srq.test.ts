@@ -2,17 +2,21 @@
  * Shared receive queues on the device under test (soft0 here, rxe0 in the
  * VM): many QPs draw from one ring, in order, with the right qpNum; the limit
  * event; capacity; the close order; bad input; memory protection; RNR when
- * the ring is empty; and the fast path and credits over an SRQ's QPs.
+ * the ring is empty; the fast path and credits over an SRQ's QPs; and UD
+ * QPs on an SRQ (the GRH room taken from the shared receives).
  */
 import { randomBytes } from 'crypto';
-import { AsyncEvent, Context, Cq, Mr, Pd, Qp, Srq, openDevice, ConnectOptions } from '../../src';
+import { AsyncEvent, Context, Cq, Mr, Pd, Qp, Srq, openDevice, ConnectOptions, WC_FLAGS } from '../../src';
 import { credits } from '../../src/completion';
 import { refuseBusy } from '../../src/core/refusals';
 import { binding } from '../../src/native/binding';
 import { TEST_DEVICE, TEST_GID_INDEX, IS_SOFT, itSoft, expectThrow, pollN, waitFor } from '../support/device';
 import { guarded, wcs, expectFreshPairWorks, caught, localError } from '../support/verbs-checks';
+import { QKEY, UD_GID_INDEX, decodeGrh, gidBytes, isIpv4Mapped } from '../support/ud';
 
 const MSG = 64;
+/** The GRH room in front of every UD receive. */
+const UD_GRH = 40;
 
 /**
  * One server side (a PD, one SRQ, one CQ on one channel, `n` QPs on the
@@ -557,6 +561,96 @@ describe('SRQ: many QPs', () => {
       expect(clientsSeen.size).toBe(n);
     } finally {
       r.close();
+    }
+  });
+});
+
+describe('SRQ: UD QPs', () => {
+  /** A context with one SRQ, `n` UD QPs on it (one CQ) and a UD sender with its own CQ. */
+  function udRig(n: number, maxWr: number) {
+    const ctx = openDevice(TEST_DEVICE);
+    try {
+      const pd = ctx.allocPd();
+      const cq = ctx.createCq({ cqe: 64 });
+      const senderCq = ctx.createCq({ cqe: 64 });
+      const srq = pd.createSrq({ maxWr });
+      const servers = [...Array(n)].map(() => pd.createQp({ type: 'UD', qkey: QKEY, sendCq: cq, recvCq: cq, srq }));
+      const sender = pd.createQp({ type: 'UD', qkey: QKEY, sendCq: senderCq, recvCq: senderCq });
+      for (const q of [...servers, sender]) q.activate();
+      const gid = ctx.queryGid(1, UD_GID_INDEX);
+      const ah = pd.createAh({ gid, gidIndex: UD_GID_INDEX });
+      return { ctx, pd, cq, senderCq, srq, servers, sender, gid, ah };
+    } catch (err) {
+      ctx.close();
+      throw err;
+    }
+  }
+
+  it('two UD QPs on one SRQ take datagrams from the shared ring in order: GRH in front, srcQp, byte counts, the limit event', async () => {
+    const r = udRig(2, 16);
+    const seen = collect(r.ctx);
+    try {
+      const slot = UD_GRH + MSG;
+      const dst = guarded(r.pd, 6 * slot, ['LOCAL_WRITE'], 0xee, 64);
+      for (let k = 0; k < 6; k++) r.srq.postRecv({ wrId: k, sg: { mr: dst.mr, offset: k * slot, length: slot } });
+      r.srq.arm(3);
+      const src = r.pd.registerMemory(randomBytes(MSG), { access: ['LOCAL_WRITE'] });
+      const lengths = [MSG, 1, 17, 0];
+      for (let k = 0; k < lengths.length; k++) {
+        const to = r.servers[k % 2];
+        r.sender.postSend({ wrId: 100 + k, sg: { mr: src, length: lengths[k] }, ah: r.ah, remoteQpn: to.qpNum, remoteQkey: QKEY });
+        // One at a time: each lands before the next is sent, so the ring order is the sending order.
+        const [wc] = await wcs(r.cq, 1);
+        expect(wc).toMatchObject({ wrId: BigInt(k), status: 'SUCCESS', opcode: 'RECV', qpNum: to.qpNum, srcQp: r.sender.qpNum, byteLen: UD_GRH + lengths[k] });
+        expect(wc.flags & WC_FLAGS.GRH).toBe(WC_FLAGS.GRH);
+        const area = dst.inner.subarray(k * slot, (k + 1) * slot);
+        const gid = gidBytes(r.gid);
+        expect(decodeGrh(area.subarray(0, UD_GRH), isIpv4Mapped(gid)).sgid.equals(gid)).toBe(true);
+        expect(area.subarray(UD_GRH, UD_GRH + lengths[k]).equals(src.buffer.subarray(0, lengths[k]))).toBe(true);
+        expect(area.subarray(UD_GRH + lengths[k]).every((x) => x === 0xee)).toBe(true);
+      }
+      expect((await pollN(r.senderCq, lengths.length)).allOk()).toBe(true);
+      // Six posted, four taken: two left, below the armed 3.
+      expect(await waitFor(() => seen.events.some((e) => e.type === 'SRQ_LIMIT_REACHED'))).toBe(true);
+      const limits = seen.events.filter((e) => e.type === 'SRQ_LIMIT_REACHED');
+      expect(limits).toHaveLength(1);
+      expect(limits[0].srq).toBe(r.srq);
+      expect(r.srq.query().limit).toBe(0);
+      // The untouched slots and the canaries around the region.
+      expect(dst.inner.subarray(4 * slot).every((x) => x === 0xee)).toBe(true);
+      dst.expectCanaries();
+      // A UD QP on an SRQ has no receive queue of its own.
+      expect(caught(() => r.servers[0].postRecv({ wrId: 9, sg: { mr: dst.mr, length: slot } }))).toMatchObject({ code: 'EINVAL' });
+      expect(r.servers[1].srq).toBe(r.srq);
+    } finally {
+      seen.stop();
+      r.ctx.close();
+    }
+  });
+
+  it('a datagram finding the SRQ empty is dropped (UD has no RNR); a receive too small fails LOC_LEN_ERR on that QP only', async () => {
+    const r = udRig(2, 8);
+    try {
+      const src = r.pd.registerMemory(Buffer.alloc(MSG, 0x42), { access: ['LOCAL_WRITE'] });
+      r.sender.postSend({ wrId: 1, sg: { mr: src }, ah: r.ah, remoteQpn: r.servers[0].qpNum, remoteQkey: QKEY });
+      expect((await wcs(r.senderCq, 1))[0]).toMatchObject({ status: 'SUCCESS' });
+      await new Promise((res) => setTimeout(res, 200));
+      expect(r.cq.poll().length).toBe(0);
+      const dst = r.pd.registerMemory(Buffer.alloc(3 * (UD_GRH + MSG)), { access: ['LOCAL_WRITE'] });
+      // Too small for the GRH and the payload: the receive fails, its QP goes to ERR.
+      r.srq.postRecv({ wrId: 2, sg: { mr: dst, offset: 0, length: UD_GRH + MSG - 1 } });
+      r.srq.postRecv({ wrId: 3, sg: { mr: dst, offset: UD_GRH + MSG, length: UD_GRH + MSG } });
+      r.sender.postSend({ wrId: 4, sg: { mr: src }, ah: r.ah, remoteQpn: r.servers[0].qpNum, remoteQkey: QKEY });
+      const [bad] = await wcs(r.cq, 1);
+      expect(bad.wrId).toBe(2n);
+      expect(['LOC_LEN_ERR', 'LOC_QP_OP_ERR']).toContain(bad.status);
+      expect(await waitFor(() => r.servers[0].state === 'ERR')).toBe(true);
+      // The other QP still takes the next shared receive.
+      r.sender.postSend({ wrId: 5, sg: { mr: src }, ah: r.ah, remoteQpn: r.servers[1].qpNum, remoteQkey: QKEY });
+      const [good] = await wcs(r.cq, 1);
+      expect(good).toMatchObject({ wrId: 3n, status: 'SUCCESS', qpNum: r.servers[1].qpNum, byteLen: UD_GRH + MSG });
+    } finally {
+      r.ctx.close();
     }
   });
 });

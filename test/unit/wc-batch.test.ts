@@ -11,6 +11,9 @@ const wcArb = fc.record({
   srcQp: fc.integer({ min: 0, max: 0xffffff }),
   flags: fc.integer({ min: 0, max: 3 }),
   vendorErr: fc.nat(),
+  slid: fc.integer({ min: 0, max: 0xffff }),
+  sl: fc.integer({ min: 0, max: 15 }),
+  dlidPathBits: fc.integer({ min: 0, max: 127 }),
 });
 
 describe('WcBatch', () => {
@@ -25,6 +28,8 @@ describe('WcBatch', () => {
           expect([b.status[i], b.opcode[i], b.byteLen[i], b.imm[i], b.qpNum[i], b.srcQp[i], b.flags[i], b.vendorErr[i]]).toEqual([
             wc.status, wc.opcode, wc.byteLen, wc.imm, wc.qpNum, wc.srcQp, wc.flags, wc.vendorErr,
           ]);
+          expect([b.slid[i], b.sl[i], b.dlidPathBits[i]]).toEqual([wc.slid, wc.sl, wc.dlidPathBits]);
+          expect(b.at(i)).toMatchObject({ slid: wc.slid, sl: wc.sl, dlidPathBits: wc.dlidPathBits, srcQp: wc.srcQp });
         });
       }),
     );
@@ -38,6 +43,11 @@ describe('WcBatch', () => {
         const flat = parts.flat();
         expect(all.toArray().map((w) => w.wrId)).toEqual(flat.map((w) => w.wrId));
         expect(Array.from(all.vendorErr)).toEqual(flat.map((w) => w.vendorErr));
+        // The narrow columns (u16, u8) move with their rows, small parts and large alike.
+        expect(Array.from(all.slid)).toEqual(flat.map((w) => w.slid));
+        expect(Array.from(all.sl)).toEqual(flat.map((w) => w.sl));
+        expect(Array.from(all.dlidPathBits)).toEqual(flat.map((w) => w.dlidPathBits));
+        expect(Array.from(all.srcQp)).toEqual(flat.map((w) => w.srcQp));
         // Parts are unchanged by what was carved after them.
         batches.forEach((b, k) => expect(Array.from(b.status)).toEqual(parts[k].map((w) => w.status)));
         const mid = Math.floor(all.length / 2);
@@ -47,18 +57,34 @@ describe('WcBatch', () => {
     );
   });
 
+  it('lays out a batch as documented: u64 wr_id, eight u32 columns, slid u16, sl u8, dlidPathBits u8, 4 zero bytes', () => {
+    const n = 3;
+    const b = WcBatch.from([0, 1, 2].map((i) => ({ wrId: 10 + i, vendorErr: 20 + i, slid: 0x100 + i, sl: 1 + i, dlidPathBits: 4 + i })));
+    expect(WC_BYTES).toBe(48);
+    expect(b.buffer.byteLength).toBe(n * WC_BYTES);
+    const v = new DataView(b.buffer, b.byteOffset);
+    for (let i = 0; i < n; i++) {
+      expect(v.getBigUint64(8 * i, true)).toBe(BigInt(10 + i));
+      expect(v.getUint32(8 * n + 7 * 4 * n + 4 * i, true)).toBe(20 + i);
+      expect(v.getUint16(40 * n + 2 * i, true)).toBe(0x100 + i);
+      expect(v.getUint8(42 * n + i)).toBe(1 + i);
+      expect(v.getUint8(43 * n + i)).toBe(4 + i);
+    }
+    expect(new Uint8Array(b.buffer, b.byteOffset + 44 * n, 4 * n).every((x) => x === 0)).toBe(true);
+  });
+
   it('reads a batch at an offset in a shared buffer, as the addon hands them over', () => {
-    const src = WcBatch.from([{ wrId: 7n, status: 4, byteLen: 9 }]);
+    const src = WcBatch.from([{ wrId: 7n, status: 4, byteLen: 9, slid: 0x1234, sl: 5, dlidPathBits: 3 }]);
     const shared = new ArrayBuffer(64 + WC_BYTES);
     new Uint8Array(shared, 64).set(new Uint8Array(src.buffer, src.byteOffset, WC_BYTES));
     const b = WcBatch.fromBytes(new Uint8Array(shared, 64, WC_BYTES));
-    expect(b.at(0)).toMatchObject({ wrId: 7n, status: 'LOC_PROT_ERR', byteLen: 9 });
+    expect(b.at(0)).toMatchObject({ wrId: 7n, status: 'LOC_PROT_ERR', byteLen: 9, slid: 0x1234, sl: 5, dlidPathBits: 3 });
   });
 
   it('rejects a bad length, offset or short buffer with a RangeError', () => {
-    expect(() => new WcBatch(new ArrayBuffer(40), -1)).toThrow(RangeError);
-    expect(() => new WcBatch(new ArrayBuffer(80), 1, 4)).toThrow(RangeError);
-    expect(() => new WcBatch(new ArrayBuffer(40), 2)).toThrow(RangeError);
+    expect(() => new WcBatch(new ArrayBuffer(WC_BYTES), -1)).toThrow(RangeError);
+    expect(() => new WcBatch(new ArrayBuffer(2 * WC_BYTES), 1, 4)).toThrow(RangeError);
+    expect(() => new WcBatch(new ArrayBuffer(WC_BYTES), 2)).toThrow(RangeError);
     expect(WcBatch.empty().length).toBe(0);
     expect(WcBatch.empty().at(0)).toBeUndefined();
   });

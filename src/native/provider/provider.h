@@ -115,6 +115,12 @@ struct Wc {
   uint32_t qp_num = 0;
   uint32_t src_qp = 0;
   uint32_t wc_flags = 0;
+  // Who sent a received message (successful receives only; 0 otherwise):
+  // the sending port's LID (0 on RoCE), the service level it travelled on,
+  // and the destination LID's path bits.
+  uint16_t slid = 0;
+  uint8_t sl = 0;
+  uint8_t dlid_path_bits = 0;
 };
 
 struct Sge {

@@ -54,6 +54,18 @@ describe('rx-verbs/testing: virtual channel and CQ', () => {
     expect(cq.depth).toBe(0);
   });
 
+  it("should carry the sender's identity (srcQp, slid, sl, dlidPathBits) of a virtual or batched completion", () => {
+    const wc = { wrId: 1, opcode: 128, srcQp: 0x42, slid: 0x1234, sl: 7, dlidPathBits: 1 };
+    let cq = virtualCq(undefined);
+    testScheduler.run((helpers) => {
+      cq = virtualCq(helpers, { completions: 'a-b', values: { a: wc, b: WcBatch.from([{ ...wc, wrId: 2, slid: 0xffff }]) } });
+    });
+    expect(cq.poll().toArray().map((w) => [w.wrId, w.srcQp, w.slid, w.sl, w.dlidPathBits])).toEqual([
+      [1n, 0x42, 0x1234, 7, 1],
+      [2n, 0x42, 0xffff, 7, 1],
+    ]);
+  });
+
   it('should take marble values as one completion, several, or a WcBatch; bare letters get the next wr_id', () => {
     let cq = virtualCq(undefined);
     testScheduler.run((helpers) => {

@@ -207,6 +207,9 @@ int IbvCq::poll(int max, Wc* out) {
         d.byte_len = s.byte_len;
         d.src_qp = s.src_qp;
         d.wc_flags = s.wc_flags;
+        d.slid = s.slid;
+        d.sl = s.sl;
+        d.dlid_path_bits = s.dlid_path_bits;
         // imm_data is network byte order (__be32) in libibverbs; Wc::imm is
         // the host-order value (post_send converts back with htonl), so an
         // immediate posted as X is received as X on both providers.

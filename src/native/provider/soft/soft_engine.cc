@@ -193,11 +193,23 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
   if (status != wc_status::SUCCESS) qp_to_error(s, kNoEvent);
 }
 
+// The sender's identity a receive completion carries: the LID of the port
+// the message left from (soft ports are InfiniBand: every packet has a LRH)
+// and the SL it travelled on, the UD WR's address or the RC QP's path.
+// Soft ports have LMC 0, so no destination path bits.
+void stamp_sender(const QpCore* s, const SendSlot* ud, Wc* wc) {
+  const uint32_t port = ud ? ud->av.port_num : s->attr.port_num;
+  const DeviceCore* dev = s->ctx->dev.get();
+  if (port >= 1 && port <= dev->ports.size()) wc->slid = dev->ports[port - 1].lid;
+  wc->sl = uint8_t((ud ? ud->av.sl : s->attr.ah.sl) & 0xF);
+}
+
 // Consumes the responder's head receive WR if it is still the one with
 // `seq` (a copy outside G may have seen it flushed); false when it is not.
+// `ud`: the datagram's WR (its address says where it came from), else RC.
 bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t opcode,
                    uint32_t byte_len, bool has_imm, uint32_t imm, bool solicited,
-                   uint32_t flags = 0) {
+                   uint32_t flags = 0, const SendSlot* ud = nullptr) {
   RecvSlot w;
   if (r->srq) {
     if (!srq_take(r->srq.get(), seq, &w)) return false;
@@ -217,6 +229,7 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
   if (status == wc_status::SUCCESS) {
     wc.byte_len = byte_len;
     wc.wc_flags = flags;
+    stamp_sender(s, ud, &wc);
     if (has_imm) {
       wc.imm = imm;
       wc.wc_flags |= wc_flag::WITH_IMM;
@@ -296,8 +309,8 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
     finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
     return true;
   }
-  const Sge* rsg = r->rq_sges(ridx);
-  const uint32_t rns = r->rq[ridx].nsge;
+  const Sge* rsg = recv_sges(r, ridx);
+  const uint32_t rns = recv_nsge(r, ridx);
   const uint64_t need = kGrhBytes + total;
   if (need > sge_total(rsg, rns)) {
     // The receive fails and the QP goes to the error state, as on rxe and
@@ -327,7 +340,7 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
     sg_copy(lsg, payload_dst.data(), total);
   }
   recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(need), imm, w.imm, sol,
-                global ? uint32_t(wc_flag::GRH) : 0u);
+                global ? uint32_t(wc_flag::GRH) : 0u, &w);
   finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
   return true;
 }
@@ -473,7 +486,9 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
       return true;
     }
     case wr_opcode::RDMA_READ: {
-      if (!(r->attr.access_flags & access_flag::REMOTE_READ)) {
+      // No responder resources (max_dest_rd_atomic 0): no READ may be
+      // outstanding at the responder, so it refuses each one, as rxe does.
+      if (!(r->attr.access_flags & access_flag::REMOTE_READ) || !r->attr.max_dest_rd_atomic) {
         qp_to_error(r, async_event::QP_REQ_ERR);
         finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
         return true;
