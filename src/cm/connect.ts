@@ -5,7 +5,7 @@ import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
-import { SharedCmChannel } from './router';
+import { cmChannelFor, SharedCmChannel } from './router';
 import { checkFunction, checkHost, checkMs, checkPort, checkPrivateData } from './validate';
 
 /**
@@ -38,7 +38,7 @@ const RESOLVE_MS = 2000;
  * ```
  * @param options `host` and `port` of the listener; `privateData` (at most
  *   56 bytes); `timeoutMs` (default 10000); `provider` or `cm`; the verbs
- *   options (`pd`, `sendCq`, `recvCq`, `channel`, `cqe`, `cap`).
+ *   options (`pd`, `sendCq`, `recvCq`, `sharedCq`, `channel`, `cqe`, `cap`).
  * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
  * @see {@link connect}
  */
@@ -133,7 +133,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
 
     const timer = scheduler.schedule(() => fail(new ConnectTimeoutError(timeoutMs, peer)), timeoutMs);
     try {
-      shared = new SharedCmChannel(cm.createChannel(host)).acquire();
+      shared = cmChannelFor(cm, host);
       id = shared.channel.createId();
       shared.on(id, onEvent);
       id.resolveAddr(peer, RESOLVE_MS, source);

@@ -5,7 +5,7 @@ import { attempt } from './connection';
 import type { VerbsResources } from './native-port';
 import { copyObject, ListenOptions, portFor } from './options';
 import { ConnectionRequest } from './request';
-import { SharedCmChannel } from './router';
+import { cmChannelFor, SharedCmChannel } from './router';
 import { checkHost, checkPort } from './validate';
 import { checkInt } from '../verbs/validate';
 
@@ -38,7 +38,7 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
       { start: () => undefined, stop: () => undefined, pull: () => undefined },
       { highWaterMark: 1024, overflow: 'dropNewest', onDropped: (r) => r.drop(new ListenerClosedError(r.peerAddress ?? undefined)) },
     );
-    this.shared = new SharedCmChannel(port.createChannel(host)).acquire();
+    this.shared = cmChannelFor(port, host);
     try {
       this.id = this.shared.channel.createId();
     } catch (err) {
@@ -68,13 +68,13 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
 
   /** Lets the process exit while the listener waits for requests. */
   unref(): this {
-    this.shared.unref();
+    this.shared.unref(this.id);
     return this;
   }
 
   /** Keeps the process alive while listening (the default). */
   ref(): this {
-    this.shared.ref();
+    this.shared.ref(this.id);
     return this;
   }
 
