@@ -7,6 +7,8 @@ import { copyObject, ListenOptions, portFor } from './options';
 import { ConnectionRequest } from './request';
 import { cmChannelFor, SharedCmChannel } from './router';
 import { checkHost, checkPort } from './validate';
+import { CmId } from './cm-id';
+import { keepCmContext } from './shared-context';
 import { checkInt } from '../verbs/validate';
 
 /**
@@ -54,6 +56,7 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
       throw err;
     }
     this.shared.on(this.id, (e) => this.handleEvent(e, port, host));
+    if (this.id instanceof CmId) keepCmContext(this.id.native);
   }
 
   /** The address it listens on (the port it got, when asked for 0). */

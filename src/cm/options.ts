@@ -59,9 +59,13 @@ export interface AcceptOptions<R extends ConnectionResources = VerbsResources> e
   /** Sent with the accept: at most 196 bytes. */
   privateData?: Uint8Array | string;
   /**
-   * Move the new connection's id to its own CM channel (default true), so
-   * closing the listener never touches it. With false it stays on the
-   * listener's channel, which then closes with the last of them.
+   * Keep the new connection off any channel closing the listener would
+   * close (default true). The native CMs already route the listener and
+   * every connection of the process through one channel that outlives
+   * them all, so nothing moves; a CM port whose listener has a channel of
+   * its own (the testing kit's virtual CM) moves the id to a new one
+   * (`rdma_migrate_id`). With false it stays on the listener's channel,
+   * which then closes with the last of them.
    */
   ownChannel?: boolean;
 }

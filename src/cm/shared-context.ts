@@ -110,3 +110,19 @@ function providerOfKept(context: Context): string {
 export function forgetCmContexts(): void {
   for (const [key, context] of [...kept]) drop(key, context);
 }
+
+/**
+ * Opens (or finds) the kept context of the device `id` is bound to, as
+ * binding a C listener opens its device in librdmacm: the first connection
+ * then finds it open, and a listener's process has its descriptors from
+ * the start. Nothing when the id has no single device (a wildcard address).
+ */
+export function keepCmContext(id: NativeCmId): void {
+  let context: Context;
+  try {
+    context = cmContextFor(id);
+  } catch {
+    return;
+  }
+  releaseCmContext(context);
+}
