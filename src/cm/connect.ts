@@ -1,10 +1,10 @@
-import { firstValueFrom, Observable } from 'rxjs';
+import { asyncScheduler, firstValueFrom, Observable } from 'rxjs';
 import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
 import { ConnectTimeoutError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
-import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
+import { after, ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { cmChannelFor, SharedCmChannel } from './router';
 import { checkFunction, checkHost, checkMs, checkPort, checkPrivateData } from './validate';
 
@@ -52,7 +52,9 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
   const port = checkPort(opts.port, false);
   const privateData = checkPrivateData(opts.privateData, 'connect');
   const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
-  const scheduler = schedulerOf(opts.scheduler);
+  // A CM port other than the native one (the testing kit's) runs in RxJS
+  // time, virtual inside TestScheduler.run: so does its timeout.
+  const scheduler = schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler);
   const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
   const cm = portFor<R, object>(opts, host);
   const peer = { host, port };
@@ -131,7 +133,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
       }
     };
 
-    const timer = scheduler.schedule(() => fail(new ConnectTimeoutError(timeoutMs, peer)), timeoutMs);
+    const timer = after(scheduler, timeoutMs, () => fail(new ConnectTimeoutError(timeoutMs, peer)));
     try {
       shared = cmChannelFor(cm, host);
       id = shared.channel.createId();

@@ -1,4 +1,4 @@
-import { asyncScheduler, SchedulerLike } from 'rxjs';
+import type { SchedulerLike } from 'rxjs';
 import type { CmPort, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
 import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
@@ -27,7 +27,11 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
    * alone would retry for about a minute.
    */
   timeoutMs?: number;
-  /** The scheduler the timeout runs on (default `asyncScheduler`; marble tests use virtual time). */
+  /**
+   * The scheduler the timeout runs on. Default: `asyncScheduler` with a
+   * `cm` port (so the testing kit's virtual CM times out in virtual time),
+   * a plain timer with the native CM.
+   */
   scheduler?: SchedulerLike;
   /**
    * Called with the connection's resources once its QP takes receives (in
@@ -82,13 +86,24 @@ export function portFor<R extends ConnectionResources, O extends object>(options
   return new NativeCmPort(cmProviderFor(host, options.provider)) as unknown as CmPort<R, O>;
 }
 
-/** The scheduler option, checked. */
-export function schedulerOf(value: unknown): SchedulerLike {
-  if (value === undefined) return asyncScheduler;
+/** The scheduler option, checked; undefined for the default. */
+export function schedulerOf(value: unknown): SchedulerLike | undefined {
+  if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || typeof (value as SchedulerLike).schedule !== 'function') {
     throw new TypeError(`scheduler must be an RxJS SchedulerLike, got ${describe(value)}`);
   }
   return value as SchedulerLike;
+}
+
+/**
+ * Runs `work` after `ms` on `scheduler`, or, by default, on a plain timer:
+ * what `asyncScheduler` would do, without the interval and action objects
+ * it makes (a connection set-up arms and cancels one each time).
+ */
+export function after(scheduler: SchedulerLike | undefined, ms: number, work: () => void): { unsubscribe(): void } {
+  if (scheduler) return scheduler.schedule(work, ms);
+  const timer = setTimeout(work, ms);
+  return { unsubscribe: () => clearTimeout(timer) };
 }
 
 /** The options object, shallow-copied so each field is read once. */
