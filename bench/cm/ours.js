@@ -17,8 +17,8 @@
 const { performance } = require('perf_hooks');
 const { connect, listen } = require('../../dist');
 
-/** What cm-loop makes for a connection: one CQ of 32 and 16 WRs each way. */
-const RESOURCES = { cqe: 32, cap: { maxSendWr: 16, maxRecvWr: 16, maxSendSge: 1, maxRecvSge: 1 } };
+/** What cm-loop makes for a connection: one CQ of 32 for both queues and 16 WRs each way. */
+const RESOURCES = { cqe: 32, sharedCq: true, cap: { maxSendWr: 16, maxRecvWr: 16, maxSendSge: 1, maxRecvSge: 1 } };
 
 const [mode, host, portArg, countArg, warmupArg = '0'] = process.argv.slice(2);
 const port = Number(portArg);

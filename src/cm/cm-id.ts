@@ -1,7 +1,7 @@
 import type { NativeCmId } from '../native/binding';
 import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
 import type { Context } from '../verbs/context';
-import { adoptCmContext } from './shared-context';
+import { cmContextFor } from './shared-context';
 import type { CmChannel } from './cm-channel';
 
 /**
@@ -71,12 +71,13 @@ export class CmId implements CmIdPort {
   }
 
   /**
-   * A context on the id's device (librdmacm: the CM's own `ibv_context`,
-   * one Context shared by every connection on that device; see
-   * `shared-context.ts`).
+   * The context of the id's device (librdmacm: the CM's own `ibv_context`):
+   * one Context per device, shared by every connection on it and kept open
+   * between them (see `shared-context.ts`). Hand it back with
+   * `releaseCmContext()`, never `close()`.
    */
   openContext(): Context {
-    return adoptCmContext(this.native.openContext(), this.native.channel.provider);
+    return cmContextFor(this.native);
   }
 
   /** `rdma_connect`. */

@@ -1,11 +1,11 @@
-import { firstValueFrom, Observable } from 'rxjs';
+import { asyncScheduler, firstValueFrom, Observable } from 'rxjs';
 import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
 import { ConnectTimeoutError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
-import { ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
-import { SharedCmChannel } from './router';
+import { after, ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
+import { cmChannelFor, SharedCmChannel } from './router';
 import { checkFunction, checkHost, checkInt, checkMs, checkPort, checkPrivateData } from './validate';
 
 /**
@@ -39,7 +39,7 @@ const RESOLVE_MS = 2000;
  * @param options `host` and `port` of the listener; `privateData` (at most
  *   56 bytes); `timeoutMs` (default 10000); `retryCount` (default 6) and
  *   `rnrRetryCount` (default 7); `provider` or `cm`; the verbs
- *   options (`pd`, `sendCq`, `recvCq`, `channel`, `cqe`, `cap`).
+ *   options (`pd`, `sendCq`, `recvCq`, `sharedCq`, `channel`, `cqe`, `cap`).
  * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
  * @see {@link connect}
  */
@@ -55,7 +55,9 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
   const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
   const retryCount = checkInt(opts.retryCount, 'retryCount', 0, 7, 6);
   const rnrRetryCount = checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
-  const scheduler = schedulerOf(opts.scheduler);
+  // A CM port other than the native one (the testing kit's) runs in RxJS
+  // time, virtual inside TestScheduler.run: so does its timeout.
+  const scheduler = schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler);
   const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
   const cm = portFor<R, object>(opts, host);
   const peer = { host, port };
@@ -134,9 +136,9 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
       }
     };
 
-    const timer = scheduler.schedule(() => fail(new ConnectTimeoutError(timeoutMs, peer)), timeoutMs);
+    const timer = after(scheduler, timeoutMs, () => fail(new ConnectTimeoutError(timeoutMs, peer)));
     try {
-      shared = new SharedCmChannel(cm.createChannel(host)).acquire();
+      shared = cmChannelFor(cm, host);
       id = shared.channel.createId();
       shared.on(id, onEvent);
       id.resolveAddr(peer, RESOLVE_MS, source);

@@ -110,13 +110,13 @@ export class Connection<R extends ConnectionResources = VerbsResources> {
 
   /** Lets the process exit while only this connection's CM channel is watched. */
   unref(): this {
-    for (const shared of this.parts.channels) shared.unref();
+    for (const shared of this.parts.channels) shared.unref(this.parts.id);
     return this;
   }
 
   /** Keeps the process alive while the connection is open (the default). */
   ref(): this {
-    for (const shared of this.parts.channels) shared.ref();
+    for (const shared of this.parts.channels) shared.ref(this.parts.id);
     return this;
   }
 

@@ -5,8 +5,10 @@ import { attempt } from './connection';
 import type { VerbsResources } from './native-port';
 import { copyObject, ListenOptions, portFor } from './options';
 import { ConnectionRequest } from './request';
-import { SharedCmChannel } from './router';
+import { cmChannelFor, SharedCmChannel } from './router';
 import { checkHost, checkPort } from './validate';
+import { CmId } from './cm-id';
+import { keepCmContext } from './shared-context';
 import { checkInt } from '../verbs/validate';
 
 /**
@@ -38,7 +40,7 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
       { start: () => undefined, stop: () => undefined, pull: () => undefined },
       { highWaterMark: 1024, overflow: 'dropNewest', onDropped: (r) => r.drop(new ListenerClosedError(r.peerAddress ?? undefined)) },
     );
-    this.shared = new SharedCmChannel(port.createChannel(host)).acquire();
+    this.shared = cmChannelFor(port, host);
     try {
       this.id = this.shared.channel.createId();
     } catch (err) {
@@ -54,6 +56,7 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
       throw err;
     }
     this.shared.on(this.id, (e) => this.handleEvent(e, port, host));
+    if (this.id instanceof CmId) keepCmContext(this.id.native);
   }
 
   /** The address it listens on (the port it got, when asked for 0). */
@@ -68,13 +71,13 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
 
   /** Lets the process exit while the listener waits for requests. */
   unref(): this {
-    this.shared.unref();
+    this.shared.unref(this.id);
     return this;
   }
 
   /** Keeps the process alive while listening (the default). */
   ref(): this {
-    this.shared.ref();
+    this.shared.ref(this.id);
     return this;
   }
 

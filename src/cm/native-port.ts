@@ -1,4 +1,5 @@
 import { binding } from '../native/binding';
+import { describe } from '../verbs/validate';
 import type { CmIdPort, CmPort, CmQpState, ConnectionResources } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Pd } from '../verbs/pd';
@@ -7,7 +8,7 @@ import { CompletionChannel } from '../verbs/channel';
 import type { Qp, QpCapOptions } from '../verbs/qp';
 import { CmChannel } from './cm-channel';
 import { CmId } from './cm-id';
-import { isSharedCmContext, releaseCmContext } from './shared-context';
+import { releaseCmContext } from './shared-context';
 
 /** Which native CM serves an address: librdmacm, or the in-process soft CM of soft devices. */
 export type CmProvider = 'rdmacm' | 'soft';
@@ -34,11 +35,18 @@ export interface VerbsResourceOptions {
   pd?: Pd;
   /** A send CQ to use (borrowed). Default: a new one on `channel`. */
   sendCq?: Cq;
-  /** A receive CQ to use (borrowed; may be the send CQ). Default: a new one on `channel`. */
+  /** A receive CQ to use (borrowed; may be the send CQ). Default: a new one on `channel` (the send CQ with `sharedCq`). */
   recvCq?: Cq;
+  /**
+   * Make one CQ for both queues instead of two (default false), as C
+   * programs often do: half the CQs to create, arm and destroy per
+   * connection, but `recvCq.completions$` then carries the send
+   * completions too. Ignored when `sendCq` or `recvCq` is given.
+   */
+  sharedCq?: boolean;
   /** The completion channel for the CQs made here (borrowed). Default: a new one. */
   channel?: CompletionChannel;
-  /** Depth of the CQs made here (default 256). */
+  /** Depth of each CQ made here (default 256). */
   cqe?: number;
   /** QP capacities (default: 64 WRs each way, 1 SGE, no inline). */
   cap?: QpCapOptions;
@@ -127,18 +135,24 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
 
   createResources(id: CmIdPort, options: VerbsResourceOptions): VerbsResources {
     const cmId = asCmId(id);
-    const { pd: givenPd, sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap } = options;
+    const { pd: givenPd, sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap, sharedCq = false } = options;
+    if (typeof sharedCq !== 'boolean') throw new TypeError(`sharedCq must be a boolean, got ${describe(sharedCq)}`);
     const owned: Owned = { context: !givenPd, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: !givenRecv };
     const context = givenPd ? givenPd.context : cmId.openContext();
+    const things: Array<{ close(): void }> = [];
     try {
-      const pd = givenPd ?? context.allocPd();
+      const made = <T extends { close(): void }>(thing: T): T => {
+        things.push(thing);
+        return thing;
+      };
+      const pd = givenPd ?? made(context.allocPd());
       let channel = givenChannel ?? givenSend?.channel ?? givenRecv?.channel;
       if ((!givenSend || !givenRecv) && !channel) {
-        channel = context.createCompChannel();
+        channel = made(context.createCompChannel());
         owned.channel = true;
       }
-      const sendCq = givenSend ?? context.createCq({ cqe, channel });
-      const recvCq = givenRecv ?? context.createCq({ cqe, channel });
+      const sendCq = givenSend ?? made(context.createCq({ cqe, channel }));
+      const recvCq = givenRecv ?? (sharedCq && !givenSend ? sendCq : made(context.createCq({ cqe, channel })));
       const qp = pd.createQp({
         sendCq,
         recvCq,
@@ -146,6 +160,14 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
       });
       return new NativeResources(context, pd, channel, sendCq, recvCq, qp, owned);
     } catch (err) {
+      // The context is shared: close only what was made here, newest first.
+      for (const thing of things.reverse()) {
+        try {
+          thing.close();
+        } catch {
+          // Went with something closed before it.
+        }
+      }
       if (owned.context) releaseCmContext(context);
       throw err;
     }
@@ -156,19 +178,13 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
   }
 
   failResources(resources: VerbsResources, error: Error): void {
-    resources.sendCq.fail(error);
-    resources.recvCq.fail(error);
+    for (const cq of new Set([resources.sendCq, resources.recvCq])) cq.fail(error);
     resources.channel?.fail(error);
     resources.context.failAsync(error);
   }
 
   releaseResources(resources: VerbsResources): void {
     const r = resources as NativeResources;
-    if (r.owned.context && !isSharedCmContext(r.context)) {
-      // Everything here was made on this context: it closes all in the safe order.
-      r.context.close();
-      return;
-    }
     r.qp.close();
     for (const cq of [r.owned.recvCq ? r.recvCq : undefined, r.owned.sendCq ? r.sendCq : undefined]) {
       if (!cq || cq.closed) continue;

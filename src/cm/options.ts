@@ -1,4 +1,4 @@
-import { asyncScheduler, SchedulerLike } from 'rxjs';
+import type { SchedulerLike } from 'rxjs';
 import type { CmPort, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
 import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
@@ -43,7 +43,11 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
    * gone sends no such answer, so this never hides a dead peer).
    */
   rnrRetryCount?: number;
-  /** The scheduler the timeout runs on (default `asyncScheduler`; marble tests use virtual time). */
+  /**
+   * The scheduler the timeout runs on. Default: `asyncScheduler` with a
+   * `cm` port (so the testing kit's virtual CM times out in virtual time),
+   * a plain timer with the native CM.
+   */
   scheduler?: SchedulerLike;
   /**
    * Called with the connection's resources once its QP takes receives (in
@@ -75,9 +79,13 @@ export interface AcceptOptions<R extends ConnectionResources = VerbsResources> e
   /** Sent with the accept: at most 196 bytes. */
   privateData?: Uint8Array | string;
   /**
-   * Move the new connection's id to its own CM channel (default true), so
-   * closing the listener never touches it. With false it stays on the
-   * listener's channel, which then closes with the last of them.
+   * Keep the new connection off any channel closing the listener would
+   * close (default true). The native CMs already route the listener and
+   * every connection of the process through one channel that outlives
+   * them all, so nothing moves; a CM port whose listener has a channel of
+   * its own (the testing kit's virtual CM) moves the id to a new one
+   * (`rdma_migrate_id`). With false it stays on the listener's channel,
+   * which then closes with the last of them.
    */
   ownChannel?: boolean;
 }
@@ -94,13 +102,24 @@ export function portFor<R extends ConnectionResources, O extends object>(options
   return new NativeCmPort(cmProviderFor(host, options.provider)) as unknown as CmPort<R, O>;
 }
 
-/** The scheduler option, checked. */
-export function schedulerOf(value: unknown): SchedulerLike {
-  if (value === undefined) return asyncScheduler;
+/** The scheduler option, checked; undefined for the default. */
+export function schedulerOf(value: unknown): SchedulerLike | undefined {
+  if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null || typeof (value as SchedulerLike).schedule !== 'function') {
     throw new TypeError(`scheduler must be an RxJS SchedulerLike, got ${describe(value)}`);
   }
   return value as SchedulerLike;
+}
+
+/**
+ * Runs `work` after `ms` on `scheduler`, or, by default, on a plain timer:
+ * what `asyncScheduler` would do, without the interval and action objects
+ * it makes (a connection set-up arms and cancels one each time).
+ */
+export function after(scheduler: SchedulerLike | undefined, ms: number, work: () => void): { unsubscribe(): void } {
+  if (scheduler) return scheduler.schedule(work, ms);
+  const timer = setTimeout(work, ms);
+  return { unsubscribe: () => clearTimeout(timer) };
 }
 
 /** The options object, shallow-copied so each field is read once. */

@@ -53,6 +53,8 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
     this.privateData = parts.event.privateData;
     this.peerQpNum = parts.event.qpNum;
     parts.listenerChannel.acquire().on(parts.id, (e) => this.dispatch(e));
+    // A request waiting on an unref'd listener holds the process no more than it does.
+    if (parts.event.listener && parts.listenerChannel.unrefs(parts.event.listener)) parts.listenerChannel.unref(parts.id);
   }
 
   /** `'pending'`, `'accepted'`, `'rejected'` or `'dropped'`. */
@@ -97,6 +99,8 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       this.target = (e) => {
         if (e.type === 'ESTABLISHED') {
           this.target = undefined;
+          // A connection holds the process until it is unref'd, whatever its listener does.
+          listenerChannel.ref(id);
           const connection = new Connection<R>({
             port,
             id,
@@ -120,7 +124,9 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
         if (error) fail(error);
       };
       try {
-        if (ownChannel) {
+        // A native CM's listener is on the channel every connection of the
+        // process shares, which closing the listener leaves open: nothing to move.
+        if (ownChannel && !listenerChannel.kept) {
           own = new SharedCmChannel(port.createChannel(this.parts.host)).acquire();
           id.migrate(own.channel);
           own.on(id, (e) => this.dispatch(e));

@@ -1,5 +1,7 @@
 import type { Subscription } from 'rxjs';
-import type { CmChannelPort, CmEvent, CmIdPort } from '../core/cm';
+import type { CmChannelPort, CmEvent, CmIdPort, CmPort } from '../core/cm';
+import { NativeCmPort } from './native-port';
+import { forgetCmContexts } from './shared-context';
 
 /** Receives the events of one id. */
 export type CmEventHandler = (event: CmEvent) => void;
@@ -9,15 +11,36 @@ export type CmEventHandler = (event: CmEvent) => void;
  * the id it concerns (a connection request to its listener's). One
  * subscription per channel, never one per id: a hot source replays what it
  * buffered to its first subscriber only, so per-id filters would drop each
- * other's events. The channel is closed when its last user releases it.
+ * other's events.
+ *
+ * Counted: each user (an id's owner) acquires and releases it. A channel
+ * made for one caller closes with its last user; a kept one (the native
+ * CMs' per-process channel, {@link cmChannelFor}) stays open and watched,
+ * unref'd, for the next. The process is held open while some user that did
+ * not unref its id is there.
  */
 export class SharedCmChannel {
   private readonly handlers = new Map<CmIdPort, CmEventHandler>();
+  /** Routed ids whose owners let the process exit. */
+  private readonly unrefd = new Set<CmIdPort>();
   private subscription: Subscription | undefined;
   private users = 0;
-  private unrefd = false;
+  /** Whether the channel is ref'd now (a new one is; a kept one starts unref'd). */
+  private refd: boolean;
+  private failed = false;
 
-  constructor(readonly channel: CmChannelPort) {}
+  /** @param kept whether it outlives its users (the per-process channel of a native CM). */
+  constructor(
+    readonly channel: CmChannelPort,
+    readonly kept = false,
+  ) {
+    this.refd = !kept;
+  }
+
+  /** Whether it can take more users (not closed, its event stream not failed). */
+  get usable(): boolean {
+    return !this.failed && !this.channel.closed;
+  }
 
   /** Routes the events of `id` to `handler` (replacing any before). */
   on(id: CmIdPort, handler: CmEventHandler): void {
@@ -32,44 +55,69 @@ export class SharedCmChannel {
   /** Stops routing the events of `id`. */
   off(id: CmIdPort): void {
     this.handlers.delete(id);
+    if (this.unrefd.delete(id)) this.settleRef();
   }
 
   /** One more user (an id) of the channel. */
   acquire(): this {
     this.users++;
+    this.settleRef();
     return this;
   }
 
-  /** One user fewer; the last one closes the channel. */
+  /** One user fewer; the last one closes the channel unless it is kept. */
   release(): void {
-    if (this.users > 0 && --this.users === 0) {
-      this.subscription?.unsubscribe();
-      this.subscription = undefined;
-      this.handlers.clear();
-      this.channel.close();
+    if (this.users === 0 || --this.users > 0) {
+      this.settleRef();
+      return;
     }
+    if (this.kept && this.usable) {
+      this.settleRef();
+      return;
+    }
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+    this.handlers.clear();
+    this.unrefd.clear();
+    this.channel.close();
   }
 
-  /** Lets the process exit while this channel is watched. */
-  unref(): void {
-    this.unrefd = true;
-    this.channel.unref();
+  /** The owner of `id` lets the process exit while the channel is watched for it. */
+  unref(id: CmIdPort): void {
+    if (!this.handlers.has(id)) return;
+    this.unrefd.add(id);
+    this.settleRef();
   }
 
-  /** Keeps the process alive while watched. */
-  ref(): void {
-    if (!this.unrefd) return;
-    this.unrefd = false;
-    this.channel.ref();
+  /** Whether the owner of `id` let the process exit. */
+  unrefs(id: CmIdPort): boolean {
+    return this.unrefd.has(id);
+  }
+
+  /** The owner of `id` keeps the process alive while it is watched (the default). */
+  ref(id: CmIdPort): void {
+    if (this.unrefd.delete(id)) this.settleRef();
+  }
+
+  /** Refs the channel while a user that did not unref is there, unrefs it otherwise. */
+  private settleRef(): void {
+    const want = this.users > this.unrefd.size;
+    if (want === this.refd || this.channel.closed) return;
+    this.refd = want;
+    if (want) this.channel.ref();
+    else this.channel.unref();
   }
 
   private route(e: CmEvent): void {
+    // Which device went is not in the event: no kept context is trusted after it.
+    if (e.type === 'DEVICE_REMOVAL') forgetCmContexts();
     const key = e.type === 'CONNECT_REQUEST' && e.listener ? e.listener : e.id;
     this.handlers.get(key)?.(e);
   }
 
   private routeFailure(err: unknown): void {
     this.subscription = undefined;
+    this.failed = true;
     for (const [id, handler] of [...this.handlers]) {
       handler({
         type: 'DEVICE_REMOVAL',
@@ -83,4 +131,27 @@ export class SharedCmChannel {
       } as CmEvent);
     }
   }
+}
+
+/** The kept channel of each native CM provider. */
+const kept = new Map<string, SharedCmChannel>();
+
+/**
+ * A channel for one more id of `port`, acquired: for a native CM the one
+ * kept per provider (as a C program keeps one `rdma_event_channel` for all
+ * its ids: no descriptor to open, watch and close per connection), made
+ * anew once it failed; for any other port (the testing kit's virtual CM) a
+ * channel of its own.
+ */
+export function cmChannelFor(port: Pick<CmPort, 'createChannel'>, host: string): SharedCmChannel {
+  if (!(port instanceof NativeCmPort)) return new SharedCmChannel(port.createChannel(host)).acquire();
+  let shared = kept.get(port.provider);
+  if (!shared?.usable) {
+    const channel = port.createChannel();
+    // Idle, it must not hold the process open: users ref it.
+    channel.unref();
+    shared = new SharedCmChannel(channel, true);
+    kept.set(port.provider, shared);
+  }
+  return shared.acquire();
 }

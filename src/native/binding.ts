@@ -391,6 +391,8 @@ export declare class NativeCmId {
   resolveRoute(timeoutMs: number): void;
   /** A context on the id's device (librdmacm: the CM's own ibv_context). ENODEV before it has one. */
   openContext(): NativeContext;
+  /** Whether QPs made on `context` can serve this id (librdmacm: it is the CM's own ibv_context). */
+  servesContext(context: NativeContext): boolean;
   /** Moves `qp` to INIT (1), RTR (2), RTS (3) or ERR (6) with what the CM derives (`rdma_init_qp_attr`). */
   modifyQp(qp: NativeQp, state: number): void;
   connect(param: NativeCmConnParam): void;

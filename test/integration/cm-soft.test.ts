@@ -23,6 +23,7 @@ import {
   createSoftDevice,
 } from '../../src';
 import { scaled } from '../support/slow';
+import { waitFor } from '../support/device';
 
 /**
  * The connection API (src/cm) end to end on soft0 over the soft CM: the
@@ -206,8 +207,9 @@ describe('connections on soft0 over the soft CM', () => {
   });
 
   it('a request left unanswered until the client gives up: accepting it later fails, nothing hangs or leaks', async () => {
-    const fds = openFds();
     const listener = listen({ host: HOST, port: 0 });
+    // After listen(): the process's CM channel and soft0's context stay open for later connections.
+    const fds = openFds();
     const pending = firstValueFrom(listener.requests$);
     const err = await connect({ host: HOST, port: listener.address!.port, timeoutMs: 200 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectTimeoutError);
@@ -223,6 +225,32 @@ describe('connections on soft0 over the soft CM', () => {
       listener.close();
     }
     expect(openFds()).toBe(fds);
+  });
+
+  it('connections share one context per device and one CM channel, both kept open between connections', async () => {
+    const listener = listen({ host: HOST, port: 0 });
+    const port = listener.address!.port;
+    const servers: Connection[] = [];
+    listener.requests$.subscribe((r) => void r.accept().then((s) => servers.push(track(s))));
+    const a = await connect({ host: HOST, port });
+    const b = await connect({ host: HOST, port, sharedCq: true });
+    const context = a.context;
+    expect(b.context).toBe(context);
+    expect(await waitFor(() => servers.length === 2)).toBe(true);
+    expect(servers.map((s) => s.context)).toEqual([context, context]);
+    expect(a.sendCq).not.toBe(a.recvCq);
+    expect(b.sendCq).toBe(b.recvCq);
+    const fds = openFds();
+    for (const c of [a, b, ...servers]) c.close();
+    listener.close();
+    expect(context.closed).toBe(false);
+    // Each connection's own descriptors (its completion channel) went; the kept ones stayed.
+    expect(openFds()).toBeLessThan(fds);
+    const again = listen({ host: HOST, port: 0 });
+    again.requests$.subscribe((r) => void r.accept().then((s) => servers.push(track(s))));
+    const c = await connect({ host: HOST, port: again.address!.port });
+    expect(c.context).toBe(context);
+    await expect(connect({ host: HOST, port, sharedCq: 1 as never })).rejects.toThrow(/sharedCq must be a boolean/);
   });
 
   it('runs 200 connect/close cycles with open fds flat', async () => {

@@ -124,6 +124,32 @@ describe('soft CM: the connection sequence', () => {
     }
   });
 
+  itSoft('servesContext: true for a context of the id\'s device only; bad input is a TypeError, a closed context or id EBADF', () => {
+    softDevice('softcm1', ['198.18.7.1']);
+    const ch = quietChannel();
+    const id = ch.createId();
+    const unbound = ch.createId();
+    const own = b.openDevice('soft0');
+    const other = b.openDevice('softcm1');
+    try {
+      id.bind({ host: '127.0.0.1', port: 0 });
+      expect(id.servesContext(own)).toBe(true);
+      expect(id.servesContext(other)).toBe(false);
+      expect(unbound.servesContext(own)).toBe(false);
+      for (const bad of [undefined, null, 1, {}, id]) expectThrow(() => id.servesContext(bad as never), 'TypeError');
+      other.close();
+      expectThrow(() => id.servesContext(other), 'Error', { code: 'EBADF' });
+      id.close();
+      expectThrow(() => id.servesContext(own), 'Error', { code: 'EBADF' });
+    } finally {
+      own.close();
+      other.close();
+      id.close();
+      unbound.close();
+      ch.close();
+    }
+  });
+
   itSoft('a connection between two soft devices (the client bound to its own device) carries data', async () => {
     softDevice('softcm1', ['198.18.7.1']);
     const server = new EventLog(b.createCmChannel('soft'));
@@ -684,7 +710,7 @@ describe('soft CM: arbitrary input', () => {
     const a = quietChannel();
     const c = quietChannel();
     const ids = [a.createId(), a.createId(), c.createId()];
-    const methods = ['bind', 'listen', 'resolveAddr', 'resolveRoute', 'openContext', 'modifyQp', 'connect', 'accept', 'reject', 'establish', 'disconnect', 'migrate'] as const;
+    const methods = ['bind', 'listen', 'resolveAddr', 'resolveRoute', 'openContext', 'servesContext', 'modifyQp', 'connect', 'accept', 'reject', 'establish', 'disconnect', 'migrate'] as const;
     let seed = 7;
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
     const odd: string[] = [];

@@ -19,6 +19,7 @@ Napi::Function CmIdWrap::Init(Napi::Env env) {
                          InstanceMethod<&CmIdWrap::ResolveAddr>("resolveAddr"),
                          InstanceMethod<&CmIdWrap::ResolveRoute>("resolveRoute"),
                          InstanceMethod<&CmIdWrap::OpenContext>("openContext"),
+                         InstanceMethod<&CmIdWrap::ServesContext>("servesContext"),
                          InstanceMethod<&CmIdWrap::ModifyQp>("modifyQp"),
                          InstanceMethod<&CmIdWrap::Connect>("connect"),
                          InstanceMethod<&CmIdWrap::Accept>("accept"),
@@ -138,6 +139,15 @@ Napi::Value CmIdWrap::OpenContext(const Napi::CallbackInfo& info) {
   cm::Id* id = Checked(env, "rdma_cm_id.verbs");
   auto ctx = Guard(env, [&] { return id->open_context(); });
   return ContextWrap::New(env, std::move(ctx));
+}
+
+// servesContext(context): whether QPs made on it can serve this id.
+Napi::Value CmIdWrap::ServesContext(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ContextWrap* cw = UnwrapArg<ContextWrap>(env, info[0], "context");
+  cm::Id* id = Checked(env, "rdma_cm_id.verbs");
+  Context* ctx = cw->Checked(env, "rdma_cm_id.verbs");
+  return Napi::Boolean::New(env, Guard(env, [&] { return id->serves(ctx); }));
 }
 
 // modifyQp(qp, state)

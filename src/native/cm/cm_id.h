@@ -46,6 +46,7 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
   Napi::Value ResolveAddr(const Napi::CallbackInfo& info);
   Napi::Value ResolveRoute(const Napi::CallbackInfo& info);
   Napi::Value OpenContext(const Napi::CallbackInfo& info);
+  Napi::Value ServesContext(const Napi::CallbackInfo& info);
   Napi::Value ModifyQp(const Napi::CallbackInfo& info);
   Napi::Value Connect(const Napi::CallbackInfo& info);
   Napi::Value Accept(const Napi::CallbackInfo& info);

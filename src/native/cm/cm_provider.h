@@ -97,6 +97,9 @@ class Id {
   // device's address, ADDR_RESOLVED or CONNECT_REQUEST); ENODEV before. For
   // librdmacm it borrows the CM's own ibv_context (rdma_cm requires it).
   virtual std::unique_ptr<Context> open_context() = 0;
+  // Whether QPs made on `ctx` can serve this id (what modify_qp demands):
+  // lets a caller keep one context per device instead of opening one per id.
+  virtual bool serves(Context* ctx) = 0;
   // Moves a QP made on that device to `state` (INIT, RTR, RTS or ERR) with
   // the attributes the CM derives for this connection (rdma_init_qp_attr).
   virtual void modify_qp(Qp* qp, uint32_t state) = 0;

@@ -122,6 +122,12 @@ std::unique_ptr<Context> RdmacmId::open_context() {
   return ibv::borrow_context(ia, id->verbs, std::move(keep));
 }
 
+bool RdmacmId::serves(Context* ctx) {
+  rdma_cm_id* id = live("rdma_cm_id.verbs");
+  auto* c = dynamic_cast<ibv::IbvContext*>(ctx);
+  return c != nullptr && id->verbs != nullptr && c->raw() == id->verbs;
+}
+
 void RdmacmId::modify_qp(Qp* qp, uint32_t state) {
   const char* verb = "rdma_init_qp_attr";
   rdma_cm_id* id = live(verb);

@@ -165,6 +165,7 @@ class SoftCmId final : public Id {
   void resolve_addr(const SockAddr* src, const SockAddr& dst, int timeout_ms) override;
   void resolve_route(int timeout_ms) override;
   std::unique_ptr<Context> open_context() override;
+  bool serves(Context* ctx) override;
   void modify_qp(Qp* qp, uint32_t state) override;
   void connect(const ConnParam& p) override;
   void accept(const ConnParam& p) override;

@@ -240,6 +240,14 @@ std::unique_ptr<Context> SoftCmId::open_context() {
   return soft_provider().open(dev);
 }
 
+bool SoftCmId::serves(Context* ctx) {
+  if (ctx == nullptr || ctx->info().provider != "soft") return false;
+  Lock l(cm_mutex());
+  const IdState* s = state.get();
+  check_alive(s, "rdma_cm_id.verbs");
+  return !s->device.empty() && ctx->info().name == s->device;
+}
+
 void SoftCmId::modify_qp(Qp* qp, uint32_t target) {
   const char* verb = "rdma_init_qp_attr";
   if (target != qp_state::INIT && target != qp_state::RTR && target != qp_state::RTS && target != qp_state::ERR)

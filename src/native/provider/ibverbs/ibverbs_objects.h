@@ -248,6 +248,8 @@ class IbvContext final : public Context {
   bool get_async_event(AsyncEvent* out) override;
   void ack_async_event(const AsyncEvent& ev) override;
   void destroy() override;
+  // The rdma-core context (null once closed): rdma_cm asks whether it is an id's own.
+  ibv_context* raw() const { return st_->ctx; }
 
  private:
   friend std::unique_ptr<Context> borrow_context(const Api*, ibv_context*, std::shared_ptr<void>);
