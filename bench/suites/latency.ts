@@ -165,6 +165,7 @@ export async function latency(cfg: RunConfig) {
     p50RatioToNative: ev.p50 / best['native-event'].p50,
     p99OverP50: ev.p99 / ev.p50,
     spinP50OverEventP50: best['rxv-spin'].p50 / ev.p50,
+    spinP99OverP50: best['rxv-spin'].p99 / best['rxv-spin'].p50,
     operatorsP50RatioToNative: best['rxv-operators-event'].p50 / best['native-event'].p50,
     spinP50RatioToNativeBusyPoll: best['rxv-spin'].p50 / best['native-busy-poll'].p50,
     nativeP99OverP50: best['native-event'].p99 / best['native-event'].p50,

@@ -10,6 +10,8 @@ export interface ThroughputConfig {
   operatorsToNative: number;
   fastToNaive: number;
   operatorsToNaive: number;
+  /** Consumer-thread CPU per WC: fast path / native loop (what the pipeline costs over the native loop on the same thread). */
+  fastCpuOverNative: number;
   /** Consumer-thread CPU per WC: naive / fast path (how much cheaper the pipeline is, independent of the shared producer and device threads). */
   naiveCpuOverFast: number;
   naiveCpuOverOperators: number;
@@ -37,6 +39,7 @@ export async function throughput(cfg: RunConfig) {
       operatorsToNative: runs.operators.rate / runs.native.rate,
       fastToNaive: runs.fast.rate / runs.naive.rate,
       operatorsToNaive: runs.operators.rate / runs.naive.rate,
+      fastCpuOverNative: (runs.fast.consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
       naiveCpuOverFast: (runs.naive.consumerNsPerWc ?? NaN) / (runs.fast.consumerNsPerWc ?? NaN),
       naiveCpuOverOperators: (runs.naive.consumerNsPerWc ?? NaN) / (runs.operators.consumerNsPerWc ?? NaN),
     });
@@ -48,6 +51,7 @@ export async function throughput(cfg: RunConfig) {
     ratioToNaive: Math.min(...unpaced.map((c) => c.fastToNaive)),
     operatorsRatioToNative: Math.min(...unpaced.map((c) => c.operatorsToNative)),
     operatorsRatioToNaive: Math.min(...unpaced.map((c) => c.operatorsToNaive)),
+    consumerCpuFastOverNative: Math.max(...unpaced.map((c) => c.fastCpuOverNative)),
     consumerCpuNaiveOverFast: Math.min(...unpaced.map((c) => c.naiveCpuOverFast)),
     consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
     configs,

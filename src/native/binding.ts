@@ -133,17 +133,21 @@ export interface NativeQpCap {
   maxInlineData: number;
 }
 
+/** What servicing one fast-path CQ gave: its batch's bytes, or the Error it failed with. */
+export type NativeFastResult = Uint8Array | Error;
+
 /**
  * Receives channel wakeups, one call per wakeup: the CQs of explicit events
- * (one entry per event), and the fast-path CQs serviced with their results
- * as parallel arrays (`fastResults[i]` is `fastCqs[i]`'s batch bytes, or the
- * Error that CQ failed with).
+ * (one entry per event), and the fast-path CQs serviced with their results.
+ * Several serviced CQs come as parallel arrays (`fastResults[i]` is
+ * `fastCqs[i]`'s); the common single one comes as the CQ and its result
+ * themselves, which spares the addon two arrays per wakeup.
  */
 export interface WakeupOwner {
   handleWakeup(
     events: NativeCq[] | null,
-    fastCqs: NativeCq[] | null,
-    fastResults: Array<Uint8Array | Error> | null,
+    fastCqs: NativeCq | NativeCq[] | null,
+    fastResults: NativeFastResult | NativeFastResult[] | null,
   ): void;
 }
 

@@ -141,22 +141,34 @@ bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results
   if (fast_.empty()) return false;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
-  uint32_t k = 0;
-  bool ok = napi_create_array(env, cqs) == napi_ok && napi_create_array(env, results) == napi_ok;
+  // (CQ, result) pairs; values live in the wakeup's handle scope.
+  served_.clear();
   for (CqWrap* w : todo) {
     w->queued_for_service = false;
-    if (!ok || w->closed()) continue;
+    if (w->closed()) continue;
     napi_value cq = LiveWrapper(env, *w);
     if (!cq) continue;
     napi_value r = w->Service(env);
-    if (!r) continue;
-    ok = napi_set_element(env, *cqs, k, cq) == napi_ok &&
-         napi_set_element(env, *results, k, r) == napi_ok;
-    k++;
+    if (r) served_.push_back({cq, r});
   }
   todo.clear();
   fast_.swap(todo);  // keep the capacity
-  return ok && k;
+  if (served_.empty()) return false;
+  if (served_.size() == 1) {
+    // The common wakeup: one CQ on the channel had completions. Handing the
+    // pair over as is spares two arrays per wakeup.
+    *cqs = served_[0].first;
+    *results = served_[0].second;
+    return true;
+  }
+  const size_t k = served_.size();
+  bool ok = napi_create_array_with_length(env, k, cqs) == napi_ok &&
+            napi_create_array_with_length(env, k, results) == napi_ok;
+  for (size_t i = 0; ok && i < k; i++) {
+    ok = napi_set_element(env, *cqs, uint32_t(i), served_[i].first) == napi_ok &&
+         napi_set_element(env, *results, uint32_t(i), served_[i].second) == napi_ok;
+  }
+  return ok;
 }
 
 // tryGetEvent(): the non-blocking ibv_get_cq_event. Returns the CQ of the
@@ -184,8 +196,9 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
 }
 
 // setOwner(owner): wakeups go to owner.handleWakeup(events: Cq[] | null,
-// fastCqs: Cq[] | null, fastResults: (Uint8Array | Error)[] | null), one
-// call per wakeup; fastResults[i] is fastCqs[i]'s.
+// fastCqs, fastResults), one call per wakeup: the fast-path CQs serviced and
+// their results (Uint8Array | Error), as parallel arrays (fastResults[i] is
+// fastCqs[i]'s), or the one CQ and its result as they are, or both null.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Function handler = Poller::HandlerOf(env, info[0], "handleWakeup");

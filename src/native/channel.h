@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "provider/provider.h"
@@ -64,8 +65,9 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   // Returns the CQ of an explicit event, or nullptr when none is left.
   CqWrap* ReadOne(bool* got_any);
   // Services queued fast-path CQs into two parallel arrays, the CQs and
-  // their results (a batch's bytes or an Error). False when none had
-  // anything. Raw Node-API (see util/deliver.h).
+  // their results (a batch's bytes or an Error), or into the CQ and its
+  // result when only one had anything. False when none had anything. Raw
+  // Node-API (see util/deliver.h).
   bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results);
   void ApplyRef();
 
@@ -78,6 +80,7 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   uint32_t budget_ = 1024;
   std::vector<CqWrap*> explicit_;  // reused across wakeups
   std::vector<CqWrap*> fast_;
+  std::vector<std::pair<napi_value, napi_value>> served_;  // ServiceFast's, reused
 };
 
 }  // namespace rxv

@@ -1,4 +1,4 @@
-import type { NativeCq, NativeChannel } from '../native/binding';
+import type { NativeCq, NativeChannel, NativeFastResult } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { withAckMarks } from '../observables/with-ack-marks';
 import { cqOwners } from './owners';
@@ -142,11 +142,12 @@ export class CompletionChannel {
   /** @internal One call per watcher wakeup (from the addon). */
   handleWakeup(
     events: NativeCq[] | null,
-    fastCqs: NativeCq[] | null,
-    fastResults: Array<Uint8Array | Error> | null,
+    fastCqs: NativeCq | NativeCq[] | null,
+    fastResults: NativeFastResult | NativeFastResult[] | null,
   ): void {
     if (fastCqs && fastResults) {
-      for (let i = 0; i < fastCqs.length; i++) cqOwners.get(fastCqs[i])?.deliver(fastResults[i]);
+      if (!Array.isArray(fastCqs)) cqOwners.get(fastCqs)?.deliver(fastResults as NativeFastResult);
+      else for (let i = 0; i < fastCqs.length; i++) cqOwners.get(fastCqs[i])?.deliver((fastResults as NativeFastResult[])[i]);
     }
     if (events) {
       const source = this.events();

@@ -1,4 +1,4 @@
-import { makePair, Pair, region } from '../support/device';
+import { itSoft, makePair, Pair, region } from '../support/device';
 import { scaled } from '../support/slow';
 
 // take({ spinUs }) on completions$ spins in the addon (one call that polls
@@ -46,6 +46,15 @@ describe('completions$.take({ spinUs }): the native spin', () => {
       seen.push(...more!.toArray().map((wc) => wc.wrId));
     }
     expect(seen.sort()).toEqual([1n, 2n]);
+  });
+
+  itSoft('spins on the CQ\'s change count, not on its lock: an idle CQ is polled once however long the spin', () => {
+    // Polling takes the lock the device needs to add the completion the spin
+    // waits for; the soft CQ says when a poll could find something new.
+    const native = (p.cqA as unknown as { native: { poll(max: number, spinNs?: number): unknown } }).native;
+    const before = p.cqA.stats.polls;
+    expect(native.poll(16, 20_000_000)).toBeNull(); // 20 ms over an idle CQ
+    expect(p.cqA.stats.polls - before).toBe(1);
   });
 
   it('refuses a bad budget before touching the CQ', async () => {

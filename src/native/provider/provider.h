@@ -292,6 +292,12 @@ class Cq {
   // Non-blocking; returns how many were written (0 when empty). Throws when
   // the CQ is in error (overrun).
   virtual int poll(int max, Wc* out) = 0;
+  // For a consumer that busy-polls: whether a poll may now find what the
+  // one after the last `*mark` did not (a completion added, the CQ broken),
+  // taking a new mark. Spinning on it keeps the spinner off the lock the
+  // device needs to add the completion it waits for. A provider that cannot
+  // tell answers true (poll every time).
+  virtual bool changed_since(uint64_t* mark) { return true; }
   virtual void ack_events(uint32_t n) = 0;
   // Throws EBUSY when QPs still use it or events are unacked.
   virtual void destroy() = 0;

@@ -3,15 +3,15 @@
 namespace rxv {
 
 bool CanRunJs(napi_env env) {
-  // napi_set_named_property refuses (napi_pending_exception) exactly when
-  // the environment cannot call into JS; it runs no JS itself.
+  // Node-API calls that may run JS refuse (napi_pending_exception) exactly
+  // when the environment cannot call into JS. napi_coerce_to_bool is one,
+  // and on undefined it runs no JS and allocates nothing: cheap enough to
+  // ask on every wakeup.
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
-  napi_value obj;
-  napi_value undef;
-  bool ok = napi_create_object(env, &obj) == napi_ok &&
-            napi_get_undefined(env, &undef) == napi_ok &&
-            napi_set_named_property(env, obj, "probe", undef) == napi_ok;
+  napi_value undef, falsy;
+  bool ok = napi_get_undefined(env, &undef) == napi_ok &&
+            napi_coerce_to_bool(env, undef, &falsy) == napi_ok;
   napi_close_handle_scope(env, scope);
   return ok;
 }

@@ -208,6 +208,9 @@ struct CqCore : ChildCore {
   uint32_t count = 0;
   std::vector<Wc> before_arm;
   std::atomic<bool> has_before_arm{false};
+  // Bumped (under mu) whenever a poll could find something new: completions
+  // added, the CQ broken or destroyed. Read without mu by spinning pollers.
+  std::atomic<uint64_t> changes{0};
 
   rules::EventLedger events;  // ch->mu
 

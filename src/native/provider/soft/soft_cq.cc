@@ -35,6 +35,7 @@ static void push_batch(CqCore* cq, const CqCore::Staged* items, size_t n) {
         fire = true;
       }
     }
+    cq->changes.fetch_add(1, std::memory_order_release);
   }
   if (fire && cq->ch) ch_push(cq->ch.get(), cq, cq->ctx->dup_events ? 2 : 1);
   if (overrun) cq_overrun(cq);
@@ -63,6 +64,7 @@ void cq_overrun(CqCore* cq) {
     if (cq->error || cq->dead) return;
     cq->error = true;
     cq->armed = false;
+    cq->changes.fetch_add(1, std::memory_order_release);
   }
   if (cq->handle) raise_async(cq->ctx.get(), async_event::CQ_ERR, cq->handle, nullptr, 0);
   // Copy: flushing pushes to other CQs, which may overrun in turn and walk
@@ -135,6 +137,13 @@ int SoftCq::poll(int max, Wc* out) {
   return int(n);
 }
 
+bool SoftCq::changed_since(uint64_t* mark) {
+  const uint64_t now = core->changes.load(std::memory_order_acquire);
+  if (now == *mark) return false;
+  *mark = now;
+  return true;
+}
+
 void SoftCq::ack_events(uint32_t n) {
   CqCore* c = core.get();
   if (!c->ch) {
@@ -165,6 +174,7 @@ static void release(CqCore* c, bool force) {
     Lock l(c->mu);
     c->dead = true;
     c->armed = false;
+    c->changes.fetch_add(1, std::memory_order_release);
   }
   ctx->children.Remove(rules::Kind::kCq, c);
   c->handle = nullptr;

@@ -28,6 +28,7 @@ class SoftCq final : public Cq {
   int cqe() const override;
   void req_notify(bool solicited_only) override;
   int poll(int max, Wc* out) override;
+  bool changed_since(uint64_t* mark) override;
   void ack_events(uint32_t n) override;
   void destroy() override;
   Channel* channel() const override;
