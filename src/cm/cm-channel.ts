@@ -108,6 +108,8 @@ export class CmChannel implements CmChannelPort, CmEventOwner {
       qpNum: e.qpNum,
       responderResources: e.responderResources,
       initiatorDepth: e.initiatorDepth,
+      established: e.established,
+      error: e.error,
     };
   }
 

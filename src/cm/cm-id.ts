@@ -1,6 +1,7 @@
 import type { NativeCmId } from '../native/binding';
 import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
 import type { Context } from '../verbs/context';
+import type { Qp } from '../verbs/qp';
 import { cmContextFor } from './shared-context';
 import type { CmChannel } from './cm-channel';
 
@@ -58,11 +59,10 @@ export class CmId implements CmIdPort {
     this.native.listen(backlog);
   }
 
-  /** `rdma_resolve_addr`. */
-  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress): void {
-    const from = src && { host: src.host, port: src.port };
-    if (from) this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs, from);
-    else this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs);
+  /** `rdma_resolve_addr`; with `routeTimeoutMs`, `rdma_resolve_route` right when the address is resolved. */
+  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress, routeTimeoutMs?: number): void {
+    const from = src ? { host: src.host, port: src.port } : null;
+    this.native.resolveAddr({ host: dst.host, port: dst.port }, timeoutMs, from, routeTimeoutMs);
   }
 
   /** `rdma_resolve_route`. */
@@ -80,9 +80,10 @@ export class CmId implements CmIdPort {
     return cmContextFor(this.native);
   }
 
-  /** `rdma_connect`. */
-  connect(param: CmConnParam): void {
-    this.native.connect({ ...param });
+  /** `rdma_connect`; with `qp`, CONNECT_RESPONSE moves it to RTS and establishes before it is handed over. */
+  connect(param: CmConnParam, qp?: Qp): void {
+    if (qp) this.native.connect({ ...param }, qp.native);
+    else this.native.connect({ ...param });
   }
 
   /** `rdma_accept`. */

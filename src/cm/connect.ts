@@ -1,4 +1,4 @@
-import { asyncScheduler, firstValueFrom, Observable } from 'rxjs';
+import { asyncScheduler, Observable, SchedulerLike } from 'rxjs';
 import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
 import { ConnectTimeoutError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
@@ -48,110 +48,184 @@ export function connect$<R extends ConnectionResources, O extends object>(
 ): Observable<Connection<R>>;
 export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
+  const plan = planAttempt<R>(options);
+  return new Observable<Connection<R>>((subscriber) => {
+    const attempt = new ConnectAttempt<R>(
+      plan,
+      (connection) => {
+        subscriber.next(connection);
+        subscriber.complete();
+      },
+      (error) => subscriber.error(error),
+    );
+    attempt.start();
+    return () => attempt.cancel();
+  });
+}
+
+/** What one attempt needs, checked once per call (every option read once). */
+interface AttemptPlan<R extends ConnectionResources> {
+  readonly opts: ConnectionOptions;
+  readonly cm: CmPort<R, object>;
+  readonly host: string;
+  readonly peer: { host: string; port: number };
+  readonly source: { host: string; port: number } | undefined;
+  readonly privateData: Uint8Array;
+  readonly timeoutMs: number;
+  readonly retryCount: number;
+  readonly rnrRetryCount: number;
+  readonly scheduler: SchedulerLike | undefined;
+  readonly prepare: ((resources: R) => void) | undefined;
+}
+
+function planAttempt<R extends ConnectionResources>(options: ConnectionOptions): AttemptPlan<R> {
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);
   const port = checkPort(opts.port, false);
-  const privateData = checkPrivateData(opts.privateData, 'connect');
-  const timeoutMs = checkMs(opts.timeoutMs, 'timeoutMs', 10_000);
-  const retryCount = checkInt(opts.retryCount, 'retryCount', 0, 7, 6);
-  const rnrRetryCount = checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
-  // A CM port other than the native one (the testing kit's) runs in RxJS
-  // time, virtual inside TestScheduler.run: so does its timeout.
-  const scheduler = schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler);
-  const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
-  const cm = portFor<R, object>(opts, host);
-  const peer = { host, port };
-  const source = opts.localHost === undefined ? undefined : { host: checkHost(opts.localHost, 'localHost'), port: 0 };
+  return {
+    opts,
+    host,
+    peer: { host, port },
+    privateData: checkPrivateData(opts.privateData, 'connect'),
+    timeoutMs: checkMs(opts.timeoutMs, 'timeoutMs', 10_000),
+    retryCount: checkInt(opts.retryCount, 'retryCount', 0, 7, 6),
+    rnrRetryCount: checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7),
+    // A CM port other than the native one (the testing kit's) runs in RxJS
+    // time, virtual inside TestScheduler.run: so does its timeout.
+    scheduler: schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler),
+    prepare: checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined,
+    cm: portFor<R, object>(opts, host),
+    source: opts.localHost === undefined ? undefined : { host: checkHost(opts.localHost, 'localHost'), port: 0 },
+  };
+}
 
-  return new Observable<Connection<R>>((subscriber) => {
-    let shared: SharedCmChannel | undefined;
-    let id: CmIdPort | undefined;
-    let resources: R | undefined;
-    let settled = false;
+/**
+ * One connection attempt as a plain state machine driven by the id's CM
+ * events: no Observable or Promise machinery per step, because set-up time
+ * is a measured figure and every step of it runs once per connection.
+ * Settles exactly once: `done` with the established connection, or `failed`
+ * with everything released; `cancel()` before that releases everything
+ * and settles nothing.
+ */
+class ConnectAttempt<R extends ConnectionResources> {
+  private shared: SharedCmChannel | undefined;
+  private id: CmIdPort | undefined;
+  private resources: R | undefined;
+  private settled = false;
+  private timer: { unsubscribe(): void } | undefined;
 
-    const cleanup = () => {
-      timer.unsubscribe();
-      if (resources) attempt(() => cm.releaseResources(resources!));
-      if (id) {
-        shared?.off(id);
-        attempt(() => id!.close());
-      }
-      if (shared) attempt(() => shared!.release());
-    };
-    const fail = (error: unknown) => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      subscriber.error(error);
-    };
-    const established = (e: CmEvent) => {
-      settled = true;
-      timer.unsubscribe();
-      const connection = new Connection<R>({
-        port: cm,
-        id: id!,
-        resources: resources!,
-        channels: [shared!],
-        privateData: e.privateData,
-        peerAddress: id!.peerAddress ?? peer,
-        localAddress: id!.localAddress,
-      });
-      subscriber.next(connection);
-      subscriber.complete();
-    };
-    const onEvent = (e: CmEvent) => {
-      if (settled) return;
-      try {
-        switch (e.type) {
-          case 'ADDR_RESOLVED':
-            id!.resolveRoute(RESOLVE_MS);
-            return;
-          case 'ROUTE_RESOLVED':
-            resources = cm.createResources(id!, opts);
-            cm.modifyQp(id!, resources, 'INIT');
-            prepare?.(resources);
-            id!.connect({ qpNum: resources.qpNum, privateData, retryCount, rnrRetryCount });
-            return;
-          case 'CONNECT_RESPONSE':
-            // INIT again: before the request went out the CM knew no
-            // responder resources, so the first INIT granted no remote
-            // access (rdma_init_qp_attr); now it does (rping -q does the same).
-            cm.modifyQp(id!, resources!, 'INIT');
-            cm.modifyQp(id!, resources!, 'RTR');
-            cm.modifyQp(id!, resources!, 'RTS');
-            id!.establish();
-            established(e);
-            return;
-          case 'ESTABLISHED':
-            // A CM that establishes on its own (the QP already moved) ends set-up here.
-            if (resources?.qp) established(e);
-            return;
-          default: {
-            const error = setupFailure(e, peer);
-            if (error) fail(error);
-          }
-        }
-      } catch (err) {
-        fail(err);
-      }
-    };
+  constructor(
+    private readonly plan: AttemptPlan<R>,
+    private readonly done: (connection: Connection<R>) => void,
+    private readonly failed: (error: unknown) => void,
+  ) {}
 
-    const timer = after(scheduler, timeoutMs, () => fail(new ConnectTimeoutError(timeoutMs, peer)));
+  start(): void {
+    const { plan } = this;
+    this.timer = after(plan.scheduler, plan.timeoutMs, () => this.fail(new ConnectTimeoutError(plan.timeoutMs, plan.peer)));
     try {
-      shared = cmChannelFor(cm, host);
-      id = shared.channel.createId();
-      shared.on(id, onEvent);
-      id.resolveAddr(peer, RESOLVE_MS, source);
+      this.shared = cmChannelFor(plan.cm, plan.host);
+      const id = (this.id = this.shared.channel.createId());
+      this.shared.on(id, (e) => this.onEvent(e));
+      id.resolveAddr(plan.peer, RESOLVE_MS, plan.source, RESOLVE_MS);
     } catch (err) {
-      fail(err);
+      this.fail(err);
     }
-    return () => {
-      if (!settled) {
-        settled = true;
-        cleanup();
+  }
+
+  cancel(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.cleanup();
+  }
+
+  private cleanup(): void {
+    const { plan, id, shared, resources } = this;
+    this.timer?.unsubscribe();
+    if (resources) attempt(() => plan.cm.releaseResources(resources));
+    if (id) {
+      shared?.off(id);
+      attempt(() => id.close());
+    }
+    if (shared) attempt(() => shared.release());
+  }
+
+  private fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.cleanup();
+    this.failed(error);
+  }
+
+  private established(e: CmEvent): void {
+    this.settled = true;
+    this.timer?.unsubscribe();
+    const id = this.id!;
+    this.done(
+      new Connection<R>({
+        port: this.plan.cm,
+        id,
+        resources: this.resources!,
+        channels: [this.shared!],
+        privateData: e.privateData,
+        peerAddress: id.peerAddress ?? this.plan.peer,
+        localAddress: id.localAddress,
+      }),
+    );
+  }
+
+  private onEvent(e: CmEvent): void {
+    if (this.settled) return;
+    const { plan } = this;
+    const id = this.id!;
+    try {
+      switch (e.type) {
+        case 'ADDR_RESOLVED':
+          // Only from a CM that does not resolve the route itself, or when
+          // it could not ask for it (the error says why).
+          if (e.error) throw e.error;
+          id.resolveRoute(RESOLVE_MS);
+          return;
+        case 'ROUTE_RESOLVED': {
+          const resources = (this.resources = plan.cm.createResources(id, plan.opts));
+          plan.cm.modifyQp(id, resources, 'INIT');
+          plan.prepare?.(resources);
+          const param = { qpNum: resources.qpNum, privateData: plan.privateData, retryCount: plan.retryCount, rnrRetryCount: plan.rnrRetryCount };
+          // A port that answers the response itself saves a trip through JS on the critical path.
+          if (plan.cm.connectAndEstablish) plan.cm.connectAndEstablish(id, resources, param);
+          else id.connect(param);
+          return;
+        }
+        case 'CONNECT_RESPONSE': {
+          if (e.error) throw e.error;
+          if (e.established) {
+            this.established(e);
+            return;
+          }
+          // INIT again: before the request went out the CM knew no
+          // responder resources, so the first INIT granted no remote
+          // access (rdma_init_qp_attr); now it does (rping -q does the same).
+          const resources = this.resources!;
+          plan.cm.modifyQp(id, resources, 'INIT');
+          plan.cm.modifyQp(id, resources, 'RTR');
+          plan.cm.modifyQp(id, resources, 'RTS');
+          id.establish();
+          this.established(e);
+          return;
+        }
+        case 'ESTABLISHED':
+          // A CM that establishes on its own (the QP already moved) ends set-up here.
+          if (this.resources?.qp) this.established(e);
+          return;
+        default: {
+          const error = setupFailure(e, plan.peer);
+          if (error) this.fail(error);
+        }
       }
-    };
-  });
+    } catch (err) {
+      this.fail(err);
+    }
+  }
 }
 
 /**
@@ -174,5 +248,7 @@ export function connect<R extends ConnectionResources, O extends object>(
 ): Promise<Connection<R>>;
 export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
-  return firstValueFrom(connect$(options) as Observable<Connection<ConnectionResources>>);
+  // Checked before the promise exists: bad options throw synchronously, as with connect$.
+  const plan = planAttempt<ConnectionResources>(options);
+  return new Promise((resolve, reject) => new ConnectAttempt(plan, resolve, reject).start());
 }

@@ -1,6 +1,6 @@
 import { binding } from '../native/binding';
 import { describe } from '../verbs/validate';
-import type { CmIdPort, CmPort, CmQpState, ConnectionResources } from '../core/cm';
+import type { CmConnParam, CmIdPort, CmPort, CmQpState, ConnectionResources } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Pd } from '../verbs/pd';
 import { Cq } from '../verbs/cq';
@@ -99,8 +99,8 @@ export function cmProviderFor(host: string, provider?: CmProvider): CmProvider {
     if (provider !== 'soft' && provider !== 'rdmacm') throw new TypeError(`provider must be 'soft' or 'rdmacm', got ${String(provider)}`);
     return provider;
   }
-  for (const hosts of Object.values(softCmAddresses())) if (hosts.includes(host)) return 'soft';
-  return 'rdmacm';
+  // Asked on every connect and listen: one native lookup, no table built.
+  return binding().softCmServes(host) ? 'soft' : 'rdmacm';
 }
 
 /** A native CM event channel of `provider`, or an ENODEV error naming what is missing. */
@@ -175,6 +175,10 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
 
   modifyQp(id: CmIdPort, resources: VerbsResources, state: CmQpState): void {
     asCmId(id).native.modifyQp(resources.qp.native, QP_STATES[state]);
+  }
+
+  connectAndEstablish(id: CmIdPort, resources: VerbsResources, param: CmConnParam): void {
+    asCmId(id).connect(param, resources.qp);
   }
 
   failResources(resources: VerbsResources, error: Error): void {

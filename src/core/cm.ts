@@ -75,6 +75,13 @@ export interface CmEvent<Id = CmIdPort> {
   readonly qpNum: number;
   readonly responderResources: number;
   readonly initiatorDepth: number;
+  /**
+   * `CONNECT_RESPONSE` only, from a port that answers it itself (see
+   * {@link CmPort.connectAndEstablish}): the QP is in RTS and the connection established.
+   */
+  readonly established?: boolean;
+  /** A step the CM took for this event on the caller's behalf failed: why. */
+  readonly error?: Error;
 }
 
 /** QP states the CM moves a connection's QP through. */
@@ -98,8 +105,12 @@ export interface CmIdPort {
   /**
    * Resolves `dst` to a device (`rdma_resolve_addr`), from the local
    * address `src` when given: `ADDR_RESOLVED` or `ADDR_ERROR` follows.
+   * With `routeTimeoutMs` a CM may go on to resolve the route itself as
+   * soon as the address is (the native CMs do, with no trip through JS in
+   * between): `ROUTE_RESOLVED` or `ROUTE_ERROR` then follows instead of
+   * `ADDR_RESOLVED`.
    */
-  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress): void;
+  resolveAddr(dst: CmAddress, timeoutMs: number, src?: CmAddress, routeTimeoutMs?: number): void;
   /** Resolves the route (`rdma_resolve_route`): `ROUTE_RESOLVED` or `ROUTE_ERROR` follows. */
   resolveRoute(timeoutMs: number): void;
   /** Sends the connect request (`rdma_connect`). */
@@ -167,6 +178,14 @@ export interface CmPort<R extends ConnectionResources = ConnectionResources, O e
   createResources(id: CmIdPort, options: O): R;
   /** Moves the resources' QP to `state` with what the CM derives for `id`'s connection. */
   modifyQp(id: CmIdPort, resources: R, state: CmQpState): void;
+  /**
+   * Optional: sends the connect request for `resources`' QP and, when the
+   * response comes, moves that QP to RTS and establishes before the
+   * `CONNECT_RESPONSE` event is handed over (it then says `established`,
+   * or carries the `error` of the step that failed). Without it (or when
+   * the event says neither) the caller takes those steps itself.
+   */
+  connectAndEstablish?(id: CmIdPort, resources: R, param: CmConnParam): void;
   /** The device went away under the connection: its verbs streams end with `error`. */
   failResources(resources: R, error: Error): void;
   /** Releases what `createResources` made (never what was borrowed), in the safe order. Idempotent. */

@@ -93,6 +93,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
                   InstanceMethod<&Addon::CreateCmChannel>("createCmChannel"),
                   InstanceMethod<&Addon::RdmacmStatus>("rdmacmStatus"),
                   InstanceMethod<&Addon::SoftCmAddresses>("softCmAddresses"),
+                  InstanceMethod<&Addon::SoftCmServes>("softCmServes"),
                   InstanceValue("CmChannel", cm_channel_ctor.Value()),
                   InstanceValue("CmId", cm_id_ctor.Value()),
               });
@@ -244,6 +245,12 @@ Napi::Value Addon::SoftCmAddresses(const Napi::CallbackInfo& info) {
     o.Set(device, a);
   }
   return o;
+}
+
+Napi::Value Addon::SoftCmServes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "host must be a string");
+  return Napi::Boolean::New(env, cm::soft_cm_serves(info[0].As<Napi::String>().Utf8Value()));
 }
 
 }  // namespace rxv

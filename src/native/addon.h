@@ -54,6 +54,7 @@ class Addon : public Napi::Addon<Addon> {
   Napi::Value CreateCmChannel(const Napi::CallbackInfo& info);
   Napi::Value RdmacmStatus(const Napi::CallbackInfo& info);
   Napi::Value SoftCmAddresses(const Napi::CallbackInfo& info);
+  Napi::Value SoftCmServes(const Napi::CallbackInfo& info);
   static void Cleanup(void* arg);
 };
 

@@ -354,6 +354,10 @@ export interface NativeCmEvent {
   rnrRetryCount: number;
   qpNum: number;
   srq: boolean;
+  /** Set when the reader answered CONNECT_RESPONSE itself (`connect(param, qp)`). */
+  established?: boolean;
+  /** A step the reader took for this event failed (the errno Error it threw). */
+  error?: Error;
 }
 
 /** Receives CM events, one call per wakeup (never an empty array). */
@@ -391,7 +395,13 @@ export declare class NativeCmId {
   readonly peerAddress: NativeCmAddress | null;
   bind(addr: NativeCmAddress): void;
   listen(backlog: number): void;
-  resolveAddr(dst: NativeCmAddress, timeoutMs: number, src?: NativeCmAddress): void;
+  /**
+   * With `routeTimeoutMs`, the channel's reader resolves the route itself
+   * when ADDR_RESOLVED arrives (that event is not delivered; ROUTE_RESOLVED
+   * or ROUTE_ERROR is, or ADDR_RESOLVED with `error` when the route could
+   * not be asked for).
+   */
+  resolveAddr(dst: NativeCmAddress, timeoutMs: number, src?: NativeCmAddress | null, routeTimeoutMs?: number): void;
   resolveRoute(timeoutMs: number): void;
   /** A context on the id's device (librdmacm: the CM's own ibv_context). ENODEV before it has one. */
   openContext(): NativeContext;
@@ -399,7 +409,13 @@ export declare class NativeCmId {
   servesContext(context: NativeContext): boolean;
   /** Moves `qp` to INIT (1), RTR (2), RTS (3) or ERR (6) with what the CM derives (`rdma_init_qp_attr`). */
   modifyQp(qp: NativeQp, state: number): void;
-  connect(param: NativeCmConnParam): void;
+  /**
+   * With `qp`, the channel's reader answers CONNECT_RESPONSE itself: `qp`
+   * to INIT (again, now with remote access), RTR, RTS, then
+   * `rdma_establish`; the event arrives with `established: true`, or with
+   * `error` when a step failed.
+   */
+  connect(param: NativeCmConnParam, qp?: NativeQp): void;
   accept(param: NativeCmConnParam): void;
   reject(privateData?: Uint8Array): void;
   /**
@@ -468,6 +484,8 @@ export interface NativeBinding {
   rdmacmStatus(): { available: boolean; reason?: string };
   /** The addresses the soft CM answers on, per soft device (`{ soft0: ['127.0.0.1', '::1'] }`). */
   softCmAddresses(): Record<string, string[]>;
+  /** Whether a soft device answers on `host` (a numeric address, any spelling). */
+  softCmServes(host: string): boolean;
   CmChannel: typeof NativeCmChannel;
   CmId: typeof NativeCmId;
   Ah: typeof NativeAh;

@@ -454,15 +454,143 @@ describe('soft CM: endings and failures', () => {
     }
   });
 
-  itSoft('a soft device answers on the addresses it was created with; softCmAddresses lists them', () => {
+  itSoft('a soft device answers on the addresses it was created with; softCmAddresses lists them, softCmServes knows them in any spelling', () => {
+    expect(b.softCmServes('198.18.7.9')).toBe(false);
     softDevice('softcm1', ['198.18.7.1']);
     const all = b.softCmAddresses();
     expect(all.soft0).toEqual(['127.0.0.1', '::1']);
     expect(all.softcm1).toEqual(['198.18.7.1']);
+    expect(['127.0.0.1', '::1', '0:0:0:0:0:0:0:1', '198.18.7.1'].map((h) => b.softCmServes(h))).toEqual([true, true, true, true]);
+    expect(['198.18.7.2', '0.0.0.0', '::', 'localhost', ''].map((h) => b.softCmServes(h))).toEqual([false, false, false, false, false]);
+    expectThrow(() => b.softCmServes(1 as unknown as string), 'TypeError');
     expectThrow(() => b.createSoftDevice({ name: 'softcm-dup', addresses: ['127.0.0.1'] }), 'Error', { code: 'EADDRINUSE' });
     expectThrow(() => b.createSoftDevice({ name: 'softcm-bad', addresses: ['localhost'] }), 'TypeError');
     expectThrow(() => b.createSoftDevice({ name: 'softcm-bad', addresses: 'x' as unknown as string[] }), 'TypeError');
     expect(b.listDevices().some((d) => d.name === 'softcm-dup' || d.name === 'softcm-bad')).toBe(false);
+  });
+});
+
+describe('soft CM: the steps the channel takes itself (resolveAddr routeTimeoutMs, connect qp)', () => {
+  /** Accepts the next request with a QP in RTS (its id joins `ids` to be closed). */
+  async function acceptNext(server: EventLog, ids: NativeCmId[]): Promise<End> {
+    const request = await server.next(CmEvent.CONNECT_REQUEST);
+    ids.push(request.id);
+    const end = new End(request.id);
+    for (const s of [QpState.INIT, QpState.RTR, QpState.RTS]) request.id.modifyQp(end.qp.native, s);
+    request.id.accept({ qpNum: end.qp.qpNum });
+    return end;
+  }
+
+  itSoft('routeTimeoutMs: ROUTE_RESOLVED comes without ADDR_RESOLVED; qp: CONNECT_RESPONSE comes established with the QP in RTS, and data flows both ways', async () => {
+    const { log: server, id: listener, port } = listening();
+    const client = new EventLog(b.createCmChannel('soft'));
+    const id = client.channel.createId();
+    const ends: End[] = [];
+    const ids: NativeCmId[] = [id];
+    try {
+      id.resolveAddr({ host: '127.0.0.1', port }, 1000, null, 1000);
+      const routed = await client.next();
+      expect(routed.type).toBe(CmEvent.ROUTE_RESOLVED);
+      const mine = new End(id);
+      ends.push(mine);
+      id.modifyQp(mine.qp.native, QpState.INIT);
+      id.connect({ qpNum: mine.qp.qpNum, privateData: Buffer.from('steps') }, mine.qp.native);
+      const theirs = await acceptNext(server, ids);
+      ends.push(theirs);
+      const response = await client.next(CmEvent.CONNECT_RESPONSE);
+      expect(response.established).toBe(true);
+      expect(response.error).toBeUndefined();
+      expect(mine.qp.state).toBe('RTS');
+      await server.next(CmEvent.ESTABLISHED);
+      expect(await exchange(mine, theirs, 4)).toBe(8);
+      // Nothing else was delivered for the id: no ADDR_RESOLVED, no ESTABLISHED.
+      expect(client.events.map((e) => e.type)).toEqual([CmEvent.ROUTE_RESOLVED, CmEvent.CONNECT_RESPONSE]);
+    } finally {
+      for (const e of ends) e.close();
+      closeAll([server, client], [...ids, listener]);
+    }
+  });
+
+  itSoft('a step that fails arrives as the event error (an errno Error), and a QP closed before the response leaves the steps to the caller', async () => {
+    softDevice('softcm1', ['198.18.7.1']);
+    const { log: server, id: listener, port } = listening();
+    const client = new EventLog(b.createCmChannel('soft'));
+    const ids: NativeCmId[] = [];
+    const ends: End[] = [];
+    try {
+      // A QP of another device: INIT on CONNECT_RESPONSE fails.
+      const a = client.channel.createId();
+      ids.push(a);
+      a.resolveAddr({ host: '127.0.0.1', port }, 1000, null, 1000);
+      await client.next(CmEvent.ROUTE_RESOLVED);
+      const right = new End(a);
+      const other = new End(routedOther());
+      ends.push(right, other);
+      a.modifyQp(right.qp.native, QpState.INIT);
+      a.connect({ qpNum: right.qp.qpNum }, other.qp.native);
+      ends.push(await acceptNext(server, ids));
+      const failed = await client.next(CmEvent.CONNECT_RESPONSE);
+      expect(failed.established).toBeUndefined();
+      // The addon's Error (another realm than jest's): an errno Error by its fields.
+      expect(Object.prototype.toString.call(failed.error)).toBe('[object Error]');
+      expect((failed.error as NodeJS.ErrnoException).code).toBe('EINVAL');
+      expect(failed.error!.message).toMatch(/id's device/);
+
+      // The QP closed between connect and the response: the event comes plain.
+      const c = client.channel.createId();
+      ids.push(c);
+      c.resolveAddr({ host: '127.0.0.1', port }, 1000, null, 1000);
+      await client.next(CmEvent.ROUTE_RESOLVED);
+      const gone = new End(c);
+      ends.push(gone);
+      c.modifyQp(gone.qp.native, QpState.INIT);
+      c.connect({ qpNum: gone.qp.qpNum }, gone.qp.native);
+      gone.qp.close();
+      ends.push(await acceptNext(server, ids));
+      const response = await client.next(CmEvent.CONNECT_RESPONSE);
+      expect(response.established).toBeUndefined();
+      expect(response.error).toBeUndefined();
+    } finally {
+      for (const e of ends) e.close();
+      closeAll([server, client], [...ids, listener]);
+    }
+
+    /** An id resolved on softcm1 (its device's QPs cannot serve a soft0 id). */
+    function routedOther(): NativeCmId {
+      const o = client.channel.createId();
+      ids.push(o);
+      o.bind({ host: '198.18.7.1', port: 0 });
+      return o;
+    }
+  });
+
+  itSoft('bad step arguments are TypeError/RangeError/EBADF before anything is sent', () => {
+    const ch = quietChannel();
+    const id = ch.createId();
+    try {
+      expectThrow(() => id.resolveAddr({ host: '127.0.0.1', port: 1 }, 1000, null, 0), 'RangeError');
+      expectThrow(() => id.resolveAddr({ host: '127.0.0.1', port: 1 }, 1000, null, 'x' as unknown as number), 'TypeError');
+      expect(ch.readEvents()).toEqual([]);
+      expectThrow(() => id.connect({ qpNum: 1 }, {} as never), 'TypeError');
+      expectThrow(() => id.connect({ qpNum: 1 }, 7 as never), 'TypeError');
+      expectThrow(() => id.connect({ qpNum: 1 }, id as never), 'TypeError');
+      const ctx = b.openDevice('soft0');
+      try {
+        const pd = ctx.allocPd();
+        const cq = ctx.createCq(4, null);
+        const qp = pd.createQp(cq, cq, { maxSendWr: 1, maxRecvWr: 1, maxSendSge: 1, maxRecvSge: 1 });
+        qp.close();
+        expectThrow(() => id.connect({ qpNum: 1 }, qp), 'Error', { code: 'EBADF' });
+        pd.close();
+        cq.close();
+      } finally {
+        ctx.close();
+      }
+      expect(ch.readEvents()).toEqual([]);
+    } finally {
+      id.close();
+      ch.close();
+    }
   });
 });
 
@@ -717,7 +845,7 @@ describe('soft CM: arbitrary input', () => {
     for (let i = 0; i < 3000; i++) {
       const id = ids[i % ids.length];
       const m = methods[rnd(methods.length)];
-      const args = [values[rnd(values.length)], values[rnd(values.length)], values[rnd(values.length)]];
+      const args = [values[rnd(values.length)], values[rnd(values.length)], values[rnd(values.length)], values[rnd(values.length)]];
       if (m === 'migrate' && rnd(2) === 0) args[0] = rnd(2) ? a : c;
       try {
         const r = (id[m] as (...x: unknown[]) => unknown)(...args) as { close?: () => void } | undefined;

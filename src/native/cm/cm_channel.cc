@@ -192,8 +192,16 @@ Napi::Array CmChannelWrap::ReadBatch(Napi::Env env, uint32_t budget) {
   for (uint32_t i = 0; i < budget && !closed(); i++) {
     cm::Event ev;
     if (!Guard(env, [&] { return ch_->get_event(&ev); })) break;
+    CmIdWrap::StepOutcome step;
+    if (ev.type != cm::event_type::CONNECT_REQUEST && ev.id && ev.id->user) {
+      step = static_cast<CmIdWrap*>(ev.id->user)->TakeStep(ev);
+      if (step.swallow) continue;
+    }
     Napi::Value v = EventValue(env, ev);
-    if (!v.IsUndefined()) out.Set(n++, v);
+    if (v.IsUndefined()) continue;
+    if (step.established) v.As<Napi::Object>().Set("established", true);
+    if (step.error) v.As<Napi::Object>().Set("error", FromVerbsError(env, *step.error).Value());
+    out.Set(n++, v);
   }
   return out;
 }

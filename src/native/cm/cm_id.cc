@@ -72,6 +72,8 @@ void CmIdWrap::Close(bool force) {
     if (!force) throw;
   }
   BeginClose();
+  route_ms_ = -1;
+  if (!establish_qp_.IsEmpty()) establish_qp_.Reset();
   if (chw_) chw_->RemoveId(this);
   chw_ = nullptr;
   id_->user = nullptr;
@@ -113,7 +115,7 @@ Napi::Value CmIdWrap::Listen(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// resolveAddr(dst, timeoutMs, src?)
+// resolveAddr(dst, timeoutMs, src?, routeTimeoutMs?)
 Napi::Value CmIdWrap::ResolveAddr(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   cm::SockAddr dst = cm::ReadAddress(env, info[0], "dst");
@@ -121,8 +123,10 @@ Napi::Value CmIdWrap::ResolveAddr(const Napi::CallbackInfo& info) {
   bool has_src = !info[2].IsUndefined() && !info[2].IsNull();
   cm::SockAddr src;
   if (has_src) src = cm::ReadAddress(env, info[2], "src");
+  int route = info[3].IsUndefined() ? -1 : cm::ReadTimeout(env, info[3], "routeTimeoutMs");
   cm::Id* id = Checked(env, "rdma_resolve_addr");
   Guard(env, [&] { id->resolve_addr(has_src ? &src : nullptr, dst, timeout); });
+  route_ms_ = route;
   return env.Undefined();
 }
 
@@ -164,12 +168,42 @@ Napi::Value CmIdWrap::ModifyQp(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// connect(param, qp?): with qp, CONNECT_RESPONSE moves it to RTS and establishes (TakeStep).
 Napi::Value CmIdWrap::Connect(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   cm::ConnParam p = cm::ReadConnParam(env, info[0], cm::private_data_max::CONNECT);
+  bool has_qp = !info[1].IsUndefined();
+  if (has_qp) UnwrapArg<QpWrap>(env, info[1], "qp")->Checked(env, "rdma_connect");
   cm::Id* id = Checked(env, "rdma_connect");
   Guard(env, [&] { id->connect(p); });
+  if (has_qp) establish_qp_ = Napi::Persistent(info[1].As<Napi::Object>());
   return env.Undefined();
+}
+
+CmIdWrap::StepOutcome CmIdWrap::TakeStep(cm::Event& ev) {
+  StepOutcome out;
+  if (closed() || ev.status != 0) return out;
+  try {
+    if (ev.type == cm::event_type::ADDR_RESOLVED && route_ms_ >= 0) {
+      int ms = route_ms_;
+      route_ms_ = -1;
+      id_->resolve_route(ms);
+      out.swallow = true;  // ROUTE_RESOLVED or ROUTE_ERROR follows
+    } else if (ev.type == cm::event_type::CONNECT_RESPONSE && !establish_qp_.IsEmpty()) {
+      QpWrap* qpw = QpWrap::Unwrap(establish_qp_.Value());
+      establish_qp_.Reset();
+      if (qpw == nullptr || qpw->closed()) return out;  // JS finds the QP closed itself
+      Qp* qp = qpw->qp_.get();
+      // INIT again: the request went out before the CM knew the responder
+      // resources, so the first INIT granted no remote access; now it can.
+      for (uint32_t state : {qp_state::INIT, qp_state::RTR, qp_state::RTS}) id_->modify_qp(qp, state);
+      id_->establish();
+      out.established = true;
+    }
+  } catch (const VerbsError& e) {
+    out.error = e;
+  }
+  return out;
 }
 
 Napi::Value CmIdWrap::Accept(const Napi::CallbackInfo& info) {

@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <optional>
 
 #include "cm/cm_provider.h"
 #include "util/wrap.h"
@@ -29,6 +30,17 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
   CmIdWrap& operator=(const CmIdWrap&) = delete;
 
   void Close(bool force) override;
+
+  // What the channel's reader did for an event of this id before JS sees it.
+  struct StepOutcome {
+    bool swallow = false;      // the step replaces the event (JS sees the next one)
+    bool established = false;  // CONNECT_RESPONSE answered: QP in RTS, rdma_establish sent
+    std::optional<VerbsError> error;  // the step failed: the event carries why
+  };
+  // The steps a connect asked for (resolveAddr's routeTimeoutMs, connect's
+  // qp), taken as the event arrives: no trip through JS between the CM's
+  // answer and our next request, as librdmacm does for ids that own a QP.
+  StepOutcome TakeStep(cm::Event& ev);
 
  private:
   const char* kind() const override { return "CM id"; }
@@ -58,6 +70,8 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
 
   std::unique_ptr<cm::Id> id_;
   CmChannelWrap* chw_ = nullptr;  // cleared when either side closes
+  int route_ms_ = -1;             // >= 0: resolve the route on ADDR_RESOLVED
+  Napi::ObjectReference establish_qp_;  // set: move it to RTS and establish on CONNECT_RESPONSE
 };
 
 }  // namespace rxv

@@ -145,5 +145,16 @@ std::vector<std::pair<std::string, std::vector<std::string>>> soft_cm_addresses(
   return out;
 }
 
+bool soft_cm_serves(const std::string& host) {
+  Addr a;
+  if (!parse_addr(host, 0, &a) || a.wildcard()) return false;
+  std::vector<std::string> names = soft::device_names();  // before our lock
+  softcm::Lock l(softcm::cm_mutex());
+  std::string owner = softcm::device_of(a);
+  for (const std::string& n : names)
+    if (n == owner) return true;
+  return false;
+}
+
 }  // namespace cm
 }  // namespace rxv
