@@ -122,7 +122,6 @@ class ConnectAttempt<R extends ConnectionResources> {
 
   start(): void {
     const { plan } = this;
-    this.timer = after(plan.scheduler, plan.timeoutMs, () => this.fail(new ConnectTimeoutError(plan.timeoutMs, plan.peer)));
     try {
       this.shared = cmChannelFor(plan.cm, plan.host);
       const id = (this.id = this.shared.channel.createId());
@@ -130,7 +129,11 @@ class ConnectAttempt<R extends ConnectionResources> {
       id.resolveAddr(plan.peer, RESOLVE_MS, plan.source, RESOLVE_MS);
     } catch (err) {
       this.fail(err);
+      return;
     }
+    // Armed once the request is under way (its answer comes on a later
+    // turn of the loop at the earliest), so the kernel starts sooner.
+    if (!this.settled) this.timer = after(plan.scheduler, plan.timeoutMs, () => this.fail(new ConnectTimeoutError(plan.timeoutMs, plan.peer)));
   }
 
   cancel(): void {
