@@ -501,6 +501,21 @@ void IbvQp::modify(const QpAttr& a, uint32_t mask) {
   }
 }
 
+// A WR's scatter/gather list as libibverbs takes it: copied into the
+// chain's ibv_sge array at `*cursor`, which moves past it. One rule for
+// send and receive WRs.
+template <typename List, typename IbvWr>
+void CopySges(const List& sg, IbvWr* d, ibv_sge** cursor) {
+  d->num_sge = static_cast<int>(sg.size());
+  d->sg_list = sg.empty() ? nullptr : *cursor;
+  for (const Sge& s : sg) {
+    (*cursor)->addr = s.addr;
+    (*cursor)->length = s.length;
+    (*cursor)->lkey = s.lkey;
+    ++*cursor;
+  }
+}
+
 void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
   if (bad != nullptr) *bad = 0;
   if (n == 0) return;
@@ -525,14 +540,7 @@ void IbvQp::post_send(const SendWr* wrs, size_t n, size_t* bad) {
       std::memset(&d, 0, sizeof d);
       d.wr_id = w.wr_id;  // full 64 bits
       d.next = i + 1 < lim ? &send_wrs_[i + 1] : nullptr;
-      d.num_sge = static_cast<int>(w.sg.size());
-      d.sg_list = w.sg.empty() ? nullptr : sge;
-      for (const Sge& s : w.sg) {
-        sge->addr = s.addr;
-        sge->length = s.length;
-        sge->lkey = s.lkey;
-        ++sge;
-      }
+      CopySges(w.sg, &d, &sge);
       d.opcode = static_cast<ibv_wr_opcode>(w.opcode);
       d.send_flags = w.send_flags;
       if (w.opcode == wr_opcode::SEND_WITH_IMM ||
@@ -620,14 +628,7 @@ ibv_recv_wr* RecvChain::Encode(const RecvWr* wrs, size_t n) {
     std::memset(&d, 0, sizeof d);
     d.wr_id = w.wr_id;
     d.next = i + 1 < n ? &wrs_[i + 1] : nullptr;
-    d.num_sge = static_cast<int>(w.sg.size());
-    d.sg_list = w.sg.empty() ? nullptr : sge;
-    for (const Sge& s : w.sg) {
-      sge->addr = s.addr;
-      sge->length = s.length;
-      sge->lkey = s.lkey;
-      ++sge;
-    }
+    CopySges(w.sg, &d, &sge);
   }
   return wrs_.data();
 }
