@@ -43,8 +43,12 @@ export interface BenchAddon {
   drain(args: ProducerArgs & RouteArgs & { device?: string; cqe?: number; ackEvery?: number }): DrainResult;
   /** CPU seconds the calling thread has used. */
   threadCpu(): number;
-  /** The native ping-pong against a native echo; round trips in microseconds. */
-  ping(args: RouteArgs & { device?: string; mode?: 'event' | 'poll'; iters?: number; warmup?: number }): ArrayBuffer;
+  /**
+   * The native ping-pong against a native echo; round trips in microseconds.
+   * `spin` busy-polls as `take({ spinUs })` does in the addon (sched_yield
+   * between looks at the CQ), `poll` without ever yielding.
+   */
+  ping(args: RouteArgs & { device?: string; mode?: 'event' | 'poll' | 'spin'; iters?: number; warmup?: number }): ArrayBuffer;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
   producerCreate(args: RouteArgs & { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
   /** Starts (or restarts) posting; returns at once. */

@@ -1,7 +1,10 @@
 // The ping baseline: the native ping-pong round trip against an echo peer
 // (echo.h) on one soft device, in event mode (sleep on the channel: event,
-// ack, re-arm, poll, as rc_pingpong -e) or busy-polling the CQ.
+// ack, re-arm, poll, as rc_pingpong -e), busy-polling the CQ, or spinning
+// as take({ spinUs }) does in the addon (look only when the CQ changed,
+// sched_yield between looks): the baseline of the JS spin's distribution.
 #include <poll.h>
+#include <sched.h>
 
 #include <cstring>
 #include <memory>
@@ -24,8 +27,11 @@ Napi::Value Ping(const Napi::CallbackInfo& info) {
   const std::string mode = Str(args, "mode", "event");
   const std::string device = Str(args, "device", "soft0");
   const int gid_index = GidIndexArg(args);
-  if (mode != "event" && mode != "poll") throw Napi::RangeError::New(env, "mode must be 'event' or 'poll'");
+  if (mode != "event" && mode != "poll" && mode != "spin") {
+    throw Napi::RangeError::New(env, "mode must be 'event', 'poll' or 'spin'");
+  }
   const bool events = mode == "event";
+  const bool yields = mode == "spin";
   std::vector<double> rtt(iters);
   std::string error;
   Guard(env, [&] {
@@ -81,11 +87,16 @@ Napi::Value Ping(const Napi::CallbackInfo& info) {
         }
       } else {
         const auto limit = t0 + std::chrono::seconds(2);
+        uint64_t mark = 0;
+        if (yields) rig.cq->changed_since(&mark);
         while ((n = rig.cq->poll(8, wcs)) == 0) {
           if (Clock::now() > limit) {
             error = "ping: no completion for 2 s";
             break;
           }
+          if (!yields) continue;
+          sched_yield();
+          while (!rig.cq->changed_since(&mark) && Clock::now() <= limit) sched_yield();
         }
       }
       const auto t1 = Clock::now();

@@ -121,30 +121,42 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
   }
 }
 
-export function pingNative(cfg: RunConfig, mode: 'event' | 'poll', iters: number, warmup: number): Float64Array {
+export function pingNative(cfg: RunConfig, mode: 'event' | 'poll' | 'spin', iters: number, warmup: number): Float64Array {
   return new Float64Array(native().ping({ device: cfg.device, ...gidArg(cfg), mode, iters, warmup }));
 }
 
 export async function latency(cfg: RunConfig) {
   const iters = scaled(cfg, cfg.quick ? 3000 : 30_000, 100);
-  const warmup = scaled(cfg, cfg.quick ? 200 : 1000, 10);
+  // Warm-up does not scale with the device: it is there for the JS side,
+  // whose code must be optimized (not interpreted, not being compiled on a
+  // worker thread) before it is measured. Scaled down to the 20 round trips
+  // of a quick run on rxe0, it measured V8's tiers instead of the library.
+  const warmup = cfg.quick ? 200 : 1000;
+  const firstWarmup = cfg.quick ? 1000 : 3000;
   const chunks = cfg.quick ? 3 : 6;
   const spinUs = 200;
   const per = Math.ceil(iters / chunks);
   // Variants run in interleaved chunks and their samples are merged, so a
   // burst of load on the machine hits every variant alike.
-  const variants: [string, () => Promise<Float64Array> | Float64Array][] = [
-    ['native-event', () => pingNative(cfg, 'event', per, warmup)],
-    ['rxv-fast-event', () => pingJs(cfg, 'fast', per, warmup, 0)],
-    ['rxv-operators-event', () => pingJs(cfg, 'operators', per, warmup, 0)],
-    ['native-busy-poll', () => pingNative(cfg, 'poll', per, warmup)],
-    ['rxv-spin', () => pingJs(cfg, 'spin', per, warmup, spinUs)],
+  const variants: [string, (w: number) => Promise<Float64Array> | Float64Array][] = [
+    ['native-event', (w) => pingNative(cfg, 'event', per, w)],
+    ['rxv-fast-event', (w) => pingJs(cfg, 'fast', per, w, 0)],
+    ['rxv-operators-event', (w) => pingJs(cfg, 'operators', per, w, 0)],
+    ['native-busy-poll', (w) => pingNative(cfg, 'poll', per, w)],
+    // The spin's own baseline: the addon's spin policy (look when the CQ
+    // changed, sched_yield between looks) without JS. Its tail under the
+    // same load is the machine's share of rxv-spin's tail.
+    ['native-spin', (w) => pingNative(cfg, 'spin', per, w)],
+    ['rxv-spin', (w) => pingJs(cfg, 'spin', per, w, spinUs)],
   ];
   const samples = new Map<string, Float64Array[]>();
-  cfg.log(`latency: RC ping-pong against a native echo peer, ${iters} round trips per variant in ${chunks} interleaved chunks`);
+  cfg.log(
+    `latency: RC ping-pong against a native echo peer, ${iters} round trips per variant in ${chunks} interleaved chunks ` +
+      `(warm-up: ${firstWarmup} round trips before a variant's first chunk, ${warmup} before each other)`,
+  );
   for (let c = 0; c < chunks; c++) {
     for (const [name, run] of variants) {
-      const s = await run();
+      const s = await run(c === 0 ? firstWarmup : warmup);
       samples.set(name, [...(samples.get(name) ?? []), s]);
       const st = stats(name, s);
       cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(19)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
@@ -168,6 +180,7 @@ export async function latency(cfg: RunConfig) {
     spinP99OverP50: best['rxv-spin'].p99 / best['rxv-spin'].p50,
     operatorsP50RatioToNative: best['rxv-operators-event'].p50 / best['native-event'].p50,
     spinP50RatioToNativeBusyPoll: best['rxv-spin'].p50 / best['native-busy-poll'].p50,
+    nativeSpinP99OverP50: best['native-spin'].p99 / best['native-spin'].p50,
     nativeP99OverP50: best['native-event'].p99 / best['native-event'].p50,
     spinUs,
     variants: best,

@@ -31,6 +31,24 @@ describe('benchmark threads under hostile JavaScript', () => {
     }
   });
 
+  itSoft("the native ping's modes: event, poll and spin each time every round trip; another mode is a RangeError", () => {
+    const bench = benchAddon.load();
+    for (const mode of ['event', 'poll', 'spin'] as const) {
+      const rtt = new Float64Array(bench.ping({ device: 'soft0', mode, iters: 50, warmup: 5 }));
+      expect(rtt.length).toBe(50);
+      for (const us of rtt) expect(us).toBeGreaterThan(0);
+    }
+    // The addon's errors come from the main realm, not jest's: checked by name.
+    let err: Error | undefined;
+    try {
+      bench.ping({ device: 'soft0', mode: 'yield' as never, iters: 1, warmup: 0 });
+    } catch (e) {
+      err = e as Error;
+    }
+    expect(err?.name).toBe('RangeError');
+    expect(err?.message).toMatch(/'event', 'poll' or 'spin'/);
+  });
+
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
     const out = await scenario('counter');
     expect(out.counterBytes).toBeGreaterThanOrEqual(64);

@@ -35,6 +35,8 @@
 //      RXE_PAIR_BENCH=after (the pair part runs the benchmarks after its cases)
 //      RXE_BENCH_QUICK=1 (the benchmarks' quick modes, bench part and pair; also with --quick)
 //      RXE_BENCH_SCALE=0.5 (the bench part's --scale; 0.1 when quick)
+//      RXE_BENCH_SUITES=throughput,eventRate,latency (the bench part's --only:
+//        e.g. RXE_PARTS=bench RXE_BENCH_SUITES=latency runs the latency suite alone)
 //      RXE_BENCH_OUT=bench/results/rxe.json (where the bench part's results go)
 //      RXE_BENCH_PAIR_OUT=bench/results/rxe-pair.json (where their figures go)
 'use strict';
@@ -254,6 +256,7 @@ async function runSingle(o, parts, jestArgs) {
     RXE_CLI_CASES: process.env.RXE_CLI_CASES ?? (o.quick ? QUICK_CLI : FULL_CLI).join('\n'),
     RXE_FAST_TAR: FAST_TAR,
     RXE_BENCH_SCALE: process.env.RXE_BENCH_SCALE ?? (o.quick || process.env.RXE_BENCH_QUICK === '1' ? '0.1' : '0.5'),
+    RXE_BENCH_SUITES: process.env.RXE_BENCH_SUITES ?? 'throughput,eventRate,latency',
   });
   const smp = process.env.RXE_SMP || 2;
   const mem = process.env.RXE_MEM || 3072;
