@@ -137,8 +137,7 @@ export interface NativeQpCap {
 export type NativeFastResult = Uint8Array | Error;
 
 /**
- * Receives channel wakeups, one call per wakeup (and one more per later
- * round, when a fast-path CQ polled without re-arming had more): the CQs of explicit events
+ * Receives channel wakeups, one call per wakeup: the CQs of explicit events
  * (one entry per event), and the fast-path CQs serviced with their results.
  * Several serviced CQs come as parallel arrays (`fastResults[i]` is
  * `fastCqs[i]`'s); the common single one comes as the CQ and its result
@@ -265,7 +264,7 @@ export declare class NativeChannel {
   readonly watching: boolean;
   readonly hasRef: boolean;
   budget: number;
-  readonly wakeups: { total: number; spurious: number; rounds: number };
+  readonly wakeups: { total: number; spurious: number };
   tryGetEvent(): NativeCq | null;
   /** Held weakly, strongly while watching (a subscription owns the channel). */
   setOwner(owner: WakeupOwner): void;

@@ -107,7 +107,6 @@ Napi::Value ChannelWrap::Wakeups(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("total", static_cast<double>(poller_.wakeups()));
   o.Set("spurious", static_cast<double>(poller_.spurious()));
-  o.Set("rounds", static_cast<double>(poller_.rounds()));
   return o;
 }
 
@@ -138,17 +137,7 @@ CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   }
 }
 
-void ChannelWrap::QueueRechecks() {
-  for (CqWrap* w : recheck_) {
-    // Gone (closed, collected) while JS ran: nothing to look at.
-    if (cqs_.count(w) == 0 || w->queued_for_service) continue;
-    w->queued_for_service = true;
-    fast_.push_back(w);
-  }
-  recheck_.clear();
-}
-
-bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results, bool look_again) {
+bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results) {
   if (fast_.empty()) return false;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
@@ -159,9 +148,7 @@ bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results
     if (w->closed()) continue;
     napi_value cq = LiveWrapper(env, *w);
     if (!cq) continue;
-    bool unarmed = false;
-    napi_value r = w->Service(env, look_again, &unarmed);
-    if (unarmed) recheck_.push_back(w);
+    napi_value r = w->Service(env);
     if (r) served_.push_back({cq, r});
   }
   todo.clear();
@@ -261,32 +248,20 @@ Napi::Value ChannelWrap::HasRef(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), want_ref_);
 }
 
-// Round 0 reads the events; every round services the CQs that have
-// something, polling before re-arming (but in the last round), and asks for
-// another round while a CQ was left unarmed: a burst then costs one wakeup
-// and a few handler calls, not a wakeup per handler call.
 void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
-  if (closed()) {
-    recheck_.clear();
-    return;
-  }
+  if (closed()) return;
   explicit_.clear();
-  const bool had_rechecks = !recheck_.empty();
-  QueueRechecks();
-  out.read_any = had_rechecks;
-  if (out.round == 0) {
-    try {
-      // The budget bounds one wakeup; the fd stays readable for the next.
-      for (uint32_t i = 0; i < budget_; i++) {
-        bool got = false;
-        CqWrap* w = ReadOne(&got);
-        if (!got) break;
-        out.read_any = true;
-        if (w && !w->fast_path()) explicit_.push_back(w);
-      }
-    } catch (const VerbsError& e) {
-      poller_.Failed(e);  // what was read still goes out
+  try {
+    // The budget bounds one wakeup; the fd stays readable for the next.
+    for (uint32_t i = 0; i < budget_; i++) {
+      bool got = false;
+      CqWrap* w = ReadOne(&got);
+      if (!got) break;
+      out.read_any = true;
+      if (w && !w->fast_path()) explicit_.push_back(w);
     }
+  } catch (const VerbsError& e) {
+    poller_.Failed(e);  // what was read still goes out
   }
   if (!out.read_any) return;
   napi_value events, fast_cqs = nullptr, fast_results = nullptr;
@@ -301,9 +276,7 @@ void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
     }
     if (n_explicit == 0) napi_get_null(env, &events);
   }
-  const bool last_round = out.round + 1 >= Poller::kMaxRounds;
-  bool fast = ok && ServiceFast(env, &fast_cqs, &fast_results, !last_round);
-  out.again = !recheck_.empty();
+  bool fast = ok && ServiceFast(env, &fast_cqs, &fast_results);
   if (!ok || (!fast && n_explicit == 0)) return;
   if (!fast) {
     napi_get_null(env, &fast_cqs);

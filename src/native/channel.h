@@ -67,11 +67,8 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   // Services queued fast-path CQs into two parallel arrays, the CQs and
   // their results (a batch's bytes or an Error), or into the CQ and its
   // result when only one had anything. False when none had anything. Raw
-  // Node-API (see util/deliver.h). With `look_again` a CQ that had
-  // completions is left unarmed and queued in recheck_ (CqWrap::Service).
-  bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results, bool look_again = false);
-  // Queues the CQs the last round left unarmed for service.
-  void QueueRechecks();
+  // Node-API (see util/deliver.h).
+  bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results);
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;
@@ -83,9 +80,6 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   uint32_t budget_ = 1024;
   std::vector<CqWrap*> explicit_;  // reused across wakeups
   std::vector<CqWrap*> fast_;
-  // CQs a round polled without re-arming: the next round (or wakeup) must
-  // service them. Checked against cqs_ before use: JS ran in between.
-  std::vector<CqWrap*> recheck_;
   std::vector<std::pair<napi_value, napi_value>> served_;  // ServiceFast's, reused
 };
 

@@ -253,23 +253,16 @@ size_t CqWrap::PollToEmpty() {
   return n;
 }
 
-napi_value CqWrap::Service(napi_env env, bool poll_first, bool* unarmed) {
-  if (unarmed) *unarmed = false;
+napi_value CqWrap::Service(napi_env env) {
   if (closed() || mode_ != Mode::kActive) return nullptr;
   size_t n = 0;
   try {
-    if (poll_first) n = PollToEmpty();
-    if (n == 0) {
-      // Arm first, then poll: a completion that landed before the arm is
-      // found by the poll; one after it raises a new event.
-      cq_->req_notify(false);
-      arms_++;
-      n = PollToEmpty();
-    } else if (unarmed) {
-      *unarmed = true;
-    }
+    // Arm first, then poll: a completion that landed before the arm is found
+    // by the poll; one after it raises a new event.
+    cq_->req_notify(false);
+    arms_++;
+    n = PollToEmpty();
   } catch (const VerbsError& e) {
-    if (unarmed) *unarmed = false;
     broken_ = true;
     mode_ = Mode::kPaused;
     return RawVerbsError(env, e);

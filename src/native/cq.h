@@ -56,15 +56,10 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   bool fast_path() const { return mode_ != Mode::kExplicit; }
   // Acks the events counted so far once `ack_every_` have gathered.
   void AckBatched();
-  // Fast path: re-arm, then poll until empty. Returns a Uint8Array, an
-  // Error (CQ in error), or nullptr (nothing new, paused, or JS
-  // unavailable). Raw Node-API: safe while a worker terminates.
-  // With `poll_first` (a wakeup that will look again once JS has taken the
-  // batch) it polls before arming, and arms only when that poll finds
-  // nothing: completions that land while JS handles the batch then raise no
-  // event (no eventfd write, no wakeup), and the next look takes them.
-  // *unarmed says the CQ was left unarmed: the caller must Service it again.
-  napi_value Service(napi_env env, bool poll_first = false, bool* unarmed = nullptr);
+  // Fast path, once per wakeup: re-arm, then poll until empty. Returns an
+  // ArrayBuffer, an Error (CQ in error), or nullptr (nothing new, paused, or
+  // JS unavailable). Raw Node-API: safe while a worker terminates.
+  napi_value Service(napi_env env);
   bool queued_for_service = false;
 
  private:

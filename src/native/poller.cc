@@ -91,40 +91,21 @@ void Poller::OnReadable(napi_env env) {
   if (addon_->tearing_down || owner_.IsEmpty() || !read_) return;
   if (!CanRunJs(env)) return;
   wakeups_++;
-  for (uint32_t round = 0; round < kMaxRounds; round++) {
-    if (round > 0) {
-      // The handler may have closed the descriptor, dropped the owner, or
-      // be in a worker that is being terminated.
-      if (addon_->tearing_down || owner_.IsEmpty() || !read_ || !CanRunJs(env)) return;
-      rounds_++;
-    }
-    // Each round's values die with it.
-    napi_handle_scope scope;
-    if (napi_open_handle_scope(env, &scope) != napi_ok) return;
-    const bool again = Round(env, round);
-    napi_close_handle_scope(env, scope);
-    if (!again) return;
-  }
-}
-
-bool Poller::Round(napi_env env, uint32_t round) {
   Wakeup w;
-  w.round = round;
   read_(env, w);
   if (!w.read_any) {
-    if (round == 0) spurious_++;
-    return false;
+    spurious_++;
+    return;
   }
-  if (w.argc == 0) return w.again;
+  if (w.argc == 0) return;
   napi_value owner = nullptr, fn = nullptr;
   // A collected owner has no one left to tell; its finalizer releases what
   // was read.
   if (napi_get_reference_value(env, static_cast<napi_ref>(owner_), &owner) != napi_ok || !owner ||
       napi_get_reference_value(env, static_cast<napi_ref>(handler_), &fn) != napi_ok || !fn) {
-    return false;
+    return;
   }
   DeliverToJs(env, static_cast<napi_async_context>(*async_), owner, fn, w.argc, w.argv);
-  return w.again;
 }
 
 }  // namespace rxv

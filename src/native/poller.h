@@ -30,19 +30,10 @@ class VerbsError;
 class Poller {
  public:
   static constexpr size_t kMaxArgs = 3;
-  // At most this many handler calls per wakeup (see Wakeup::again).
-  static constexpr uint32_t kMaxRounds = 8;
   // What one wakeup read: `read_any` false means the readiness was spurious;
   // `argc` values in `argv` go to the handler (none: nothing for JS).
-  // `round` counts the calls of this wakeup so far (input). A source that
-  // left something to look at again once the handler has run (a CQ it
-  // polled but did not re-arm) sets `again`: it is then read once more with
-  // the next round, without going back to the loop, up to kMaxRounds (the
-  // last round must leave nothing behind).
   struct Wakeup {
-    uint32_t round = 0;
     bool read_any = false;
-    bool again = false;
     size_t argc = 0;
     napi_value argv[kMaxArgs] = {};
   };
@@ -95,13 +86,9 @@ class Poller {
 
   uint64_t wakeups() const { return wakeups_; }
   uint64_t spurious() const { return spurious_; }
-  // Handler calls made by later rounds of a wakeup (Wakeup::again).
-  uint64_t rounds() const { return rounds_; }
 
  private:
   void OnReadable(napi_env env);
-  // One round of a wakeup; whether to read again.
-  bool Round(napi_env env, uint32_t round);
 
   Addon* addon_;
   const char* what_;
@@ -114,7 +101,6 @@ class Poller {
   bool held_ = false;
   uint64_t wakeups_ = 0;
   uint64_t spurious_ = 0;
-  uint64_t rounds_ = 0;
 };
 
 }  // namespace rxv

@@ -39,12 +39,8 @@ export class CompletionChannel {
     return this.native.closed;
   }
 
-  /**
-   * Wakeups seen by the watcher, how many of them found nothing, and the
-   * extra handler calls (`rounds`) wakeups made for fast-path CQs that had
-   * more once the previous batch was handled (a burst costs one wakeup).
-   */
-  get wakeups(): { total: number; spurious: number; rounds: number } {
+  /** Wakeups seen by the watcher, and how many of them found nothing. */
+  get wakeups(): { total: number; spurious: number } {
     return this.native.wakeups;
   }
 

@@ -184,11 +184,21 @@ struct ChCore : ChildCore {
   rules::Users users;         // G: its CQs
   std::mutex mu;
   bool dead = false;  // mu (and G)
+  // Written under G (which keeps it open) but outside mu: the write wakes
+  // the consumer, which must not then sleep on mu while the writer is still
+  // in the syscall. Read (reset) under mu.
   EventFd efd;
   std::deque<CqCore*> q;  // mu
+  // mu: a write was decided since the last reset, so the fd may be
+  // readable. False means a read would find nothing: get_event skips it.
+  bool signaled = false;
+  // Writes decided under mu and not finished yet (see ch_clear_signal).
+  std::atomic<uint32_t> writes_in_flight{0};
 };
-// Queues `times` events for cq (takes ch->mu).
+// Queues `times` events for cq (takes ch->mu; G held).
 void ch_push(ChCore* ch, CqCore* cq, int times);
+// The queue is empty: clears the fd unless it is known clear (mu held).
+void ch_clear_signal(ChCore* ch);
 
 // ---- completion queue ------------------------------------------------------
 struct CqCore : ChildCore {
