@@ -19,23 +19,17 @@ void ch_push(ChCore* ch, CqCore* cq, int times) {
     const bool was_empty = ch->q.empty();
     for (int i = 0; i < times; ++i) ch->q.push_back(cq);
     if (!was_empty) return;
-    ch->signaled = true;
-    ch->writes_in_flight.fetch_add(1, std::memory_order_relaxed);
+    ch->unread_signals++;
   }
   // Outside mu: the write wakes the consumer, whose get_event takes mu. G,
   // which every producer holds, keeps the fd from being closed meanwhile.
   ch->efd.signal();
-  ch->writes_in_flight.fetch_sub(1, std::memory_order_release);
 }
 
 void ch_clear_signal(ChCore* ch) {
-  if (!ch->signaled) return;  // nothing was written since the last read
-  // A write decided before this read may land after it: then the fd stays
-  // possibly readable, and the next empty get_event reads again. Loaded
-  // before the read: a write counted done here finished before it.
-  const bool in_flight = ch->writes_in_flight.load(std::memory_order_acquire) > 0;
-  ch->efd.reset();
-  ch->signaled = in_flight;
+  if (ch->unread_signals == 0) return;  // every write was read: the fd is clear
+  const uint64_t took = ch->efd.reset();
+  ch->unread_signals -= std::min(took, ch->unread_signals);
 }
 
 ChCore* ch_of(Channel* ch, const char* verb) {

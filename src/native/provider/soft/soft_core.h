@@ -94,7 +94,8 @@ class EventFd {
   void open(const char* verb);
   void close();
   void signal();
-  void reset();
+  // Clears the fd; returns how many signals that took (0: it was clear).
+  uint64_t reset();
   int fd() const { return fd_; }
 
  private:
@@ -189,11 +190,10 @@ struct ChCore : ChildCore {
   // in the syscall. Read (reset) under mu.
   EventFd efd;
   std::deque<CqCore*> q;  // mu
-  // mu: a write was decided since the last reset, so the fd may be
-  // readable. False means a read would find nothing: get_event skips it.
-  bool signaled = false;
-  // Writes decided under mu and not finished yet (see ch_clear_signal).
-  std::atomic<uint32_t> writes_in_flight{0};
+  // mu: signals decided (one per write) that no read has taken yet. Zero
+  // means the fd is clear, and get_event skips the read. A read takes what
+  // has landed; a write still on its way lands later (one spurious wakeup).
+  uint64_t unread_signals = 0;
 };
 // Queues `times` events for cq (takes ch->mu; G held).
 void ch_push(ChCore* ch, CqCore* cq, int times);
