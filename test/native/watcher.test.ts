@@ -144,6 +144,35 @@ describe('channel watcher', () => {
     }
   });
 
+  it('leaves the channel fd clear once the events are read: an idle watcher does not wake', async () => {
+    const p = makePair({ cqe: 256 });
+    try {
+      const send = region(p.pd, 8);
+      const recv = region(p.pd, 8 * 32);
+      let got = 0;
+      const sub = p.cqB.completions$.subscribe((b) => {
+        got += b.length;
+      });
+      // Bursts that race the device's eventfd writes against the watcher's
+      // reads (the writes happen outside the channel's lock).
+      for (let round = 1; round <= 40; round++) {
+        for (let i = 0; i < 32; i++) p.b.postRecv({ wrId: i, sg: { mr: recv, offset: i * 8, length: 8 } });
+        for (let i = 0; i < 32; i++) p.a.postSend({ wrId: i, sg: { mr: send }, signaled: false });
+        expect(await waitFor(() => got === round * 32)).toBe(true);
+      }
+      await sleep(50);
+      const idle = p.channel.wakeups.total;
+      await sleep(300);
+      // A fd left readable over an empty queue would wake the watcher on
+      // every loop turn.
+      expect(p.channel.wakeups.total - idle).toBeLessThanOrEqual(1);
+      expect(p.channel.tryGetEvent()).toBeUndefined();
+      sub.unsubscribe();
+    } finally {
+      p.close();
+    }
+  });
+
   // The child-process and worker tests below run fixtures (test/fixtures/) on
   // the device under test (they inherit RX_VERBS_TEST_DEVICE): on rxe0 the
   // channel fd is the kernel's, and its handles must let go the same way.

@@ -1,7 +1,9 @@
 // Completion channel: a queue of CQ events behind an eventfd. The fd is
-// readable exactly while the queue is non-empty (written on empty ->
-// non-empty, drained when get_event empties it), so a level-triggered
-// uv_poll sees the same thing it sees on the kernel's channel fd.
+// readable while the queue is non-empty (written on empty -> non-empty,
+// drained when get_event empties it), so a level-triggered uv_poll sees the
+// same thing it sees on the kernel's channel fd. The one exception: a write
+// that lands after the consumer took its event leaves the fd readable over
+// an empty queue, one spurious wakeup, which the kernel's fd has too.
 #include <algorithm>
 
 #include "soft_objects.h"
@@ -11,11 +13,23 @@ namespace rxv {
 namespace soft {
 
 void ch_push(ChCore* ch, CqCore* cq, int times) {
-  Lock l(ch->mu);
-  if (ch->dead) return;
-  const bool was_empty = ch->q.empty();
-  for (int i = 0; i < times; ++i) ch->q.push_back(cq);
-  if (was_empty) ch->efd.signal();
+  {
+    Lock l(ch->mu);
+    if (ch->dead) return;
+    const bool was_empty = ch->q.empty();
+    for (int i = 0; i < times; ++i) ch->q.push_back(cq);
+    if (!was_empty) return;
+    ch->unread_signals++;
+  }
+  // Outside mu: the write wakes the consumer, whose get_event takes mu. G,
+  // which every producer holds, keeps the fd from being closed meanwhile.
+  ch->efd.signal();
+}
+
+void ch_clear_signal(ChCore* ch) {
+  if (ch->unread_signals == 0) return;  // every write was read: the fd is clear
+  const uint64_t took = ch->efd.reset();
+  ch->unread_signals -= std::min(took, ch->unread_signals);
 }
 
 ChCore* ch_of(Channel* ch, const char* verb) {
@@ -32,13 +46,15 @@ bool SoftChannel::get_event(Cq** out) {
   Lock l(c->mu);
   if (c->dead) fail(EBADF, "ibv_get_cq_event", "the completion channel is destroyed");
   if (c->q.empty()) {
-    c->efd.reset();  // a spurious wakeup: clear it so the poller rests
+    ch_clear_signal(c);  // a spurious wakeup: clear it so the poller rests
     return false;
   }
   CqCore* cq = c->q.front();
   c->q.pop_front();
   cq->events.Read();
-  if (c->q.empty()) c->efd.reset();
+  // Cleared with the last event, so the caller's next call (the one that
+  // finds the queue empty) costs no read.
+  if (c->q.empty()) ch_clear_signal(c);
   *out = cq->handle;
   return true;
 }

@@ -94,7 +94,8 @@ class EventFd {
   void open(const char* verb);
   void close();
   void signal();
-  void reset();
+  // Clears the fd; returns how many signals that took (0: it was clear).
+  uint64_t reset();
   int fd() const { return fd_; }
 
  private:
@@ -184,11 +185,20 @@ struct ChCore : ChildCore {
   rules::Users users;         // G: its CQs
   std::mutex mu;
   bool dead = false;  // mu (and G)
+  // Written under G (which keeps it open) but outside mu: the write wakes
+  // the consumer, which must not then sleep on mu while the writer is still
+  // in the syscall. Read (reset) under mu.
   EventFd efd;
   std::deque<CqCore*> q;  // mu
+  // mu: signals decided (one per write) that no read has taken yet. Zero
+  // means the fd is clear, and get_event skips the read. A read takes what
+  // has landed; a write still on its way lands later (one spurious wakeup).
+  uint64_t unread_signals = 0;
 };
-// Queues `times` events for cq (takes ch->mu).
+// Queues `times` events for cq (takes ch->mu; G held).
 void ch_push(ChCore* ch, CqCore* cq, int times);
+// The queue is empty: clears the fd unless it is known clear (mu held).
+void ch_clear_signal(ChCore* ch);
 
 // ---- completion queue ------------------------------------------------------
 struct CqCore : ChildCore {

@@ -166,7 +166,7 @@ static void release(CqCore* c, bool force) {
     if (!force) rules::RefuseBusyCq({}, c->events.unacked(), 0);
     // Pending events of this CQ die with it, as in the kernel.
     ch->q.erase(std::remove(ch->q.begin(), ch->q.end(), c), ch->q.end());
-    if (ch->q.empty()) ch->efd.reset();
+    if (ch->q.empty()) ch_clear_signal(ch);
     ch->users.Drop(rules::Kind::kCq);
   }
   async_purge(ctx, c->handle);

@@ -42,14 +42,14 @@ void EventFd::signal() {
   // EAGAIN means the counter is saturated: the fd is readable anyway.
 }
 
-void EventFd::reset() {
-  if (fd_ < 0) return;
-  uint64_t v;
+uint64_t EventFd::reset() {
+  if (fd_ < 0) return 0;
+  uint64_t v = 0;
   ssize_t r;
   do {
     r = ::read(fd_, &v, sizeof v);
   } while (r < 0 && errno == EINTR);
-  // EAGAIN: already clear.
+  return r == sizeof v ? v : 0;  // EAGAIN: already clear
 }
 
 }  // namespace soft

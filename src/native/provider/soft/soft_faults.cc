@@ -28,6 +28,7 @@ void SoftContext::spurious_wakeup(Channel* ch) {
   Lock g(fabric_mutex());
   ChCore* c = ch_of(ch, "soft_fault_spurious_wakeup");
   Lock l(c->mu);
+  c->unread_signals++;
   c->efd.signal();
 }
 
