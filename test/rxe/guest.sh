@@ -12,7 +12,7 @@
 set -u
 OUT=${RXE_OUT:?RXE_OUT is set by init}
 # shellcheck source=/dev/null
-. "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_NATIVE_FILES,
+. "$OUT/guest.env"   # RXE_PROJECT, RXE_PARTS, RXE_JEST_ARGS (array), RXE_JEST_TIMEOUT, RXE_NATIVE_FILES,
                      # RXE_INTEROP_CASES, RXE_CLI_CASES, RXE_FAST_TAR, RXE_JEST_CACHE,
                      # RXE_BENCH_SCALE, RXE_BENCH_SUITES
 cd "$RXE_PROJECT" || exit 90
@@ -68,7 +68,7 @@ if has_part jest; then
   # dist/ was built and checked on the host before packing (the guest has
   # no compiler packed): RX_VERBS_DIST_PREBUILT tells the set-up so.
   RX_VERBS_DIST_PREBUILT=1 RX_VERBS_TEST_DEVICE=rxe0 RX_VERBS_TEST_GID_INDEX=$GID_IDX RXE_NATIVE_FILES=${RXE_NATIVE_FILES:-} \
-    timeout "${RXE_JEST_TIMEOUT:-600}" node node_modules/jest/bin/jest.js \
+    timeout "${RXE_JEST_TIMEOUT:-780}" node node_modules/jest/bin/jest.js \
       --runInBand --ci --forceExit --cacheDirectory="$RXE_JEST_CACHE" \
       --json --outputFile="$OUT/jest.json" "${RXE_JEST_ARGS[@]}" > "$OUT/jest.log" 2>&1
   rc=$?
