@@ -63,6 +63,16 @@ export interface BenchAddon {
   naiveStart(handle: BenchHandle, args: ProducerArgs): void;
   /** Stops and releases everything; what it saw. */
   naiveClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; error?: string };
+  /**
+   * The loop consumer, the floor of a Node.js process: the drain loop's work
+   * woken by Node's event loop (a uv_poll on its channel fd), calling
+   * `callback` once, when `total` WCs are in.
+   */
+  loopCreate(args: RouteArgs & { device?: string; cqe?: number; ackEvery?: number; callback: (wcs: number) => void }): BenchHandle;
+  /** Starts watching the channel and the producer feeding it. */
+  loopStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops and releases everything; what it saw. */
+  loopClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; wcs: number; checksum: number; error?: string };
   /** A native echo peer connected to the QP `peerQpNum` on the JS context and PD given. */
   echoCreate(args: RouteArgs & { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
   /** Starts answering, sleeping on its channel (`event`) or busy-polling (`poll`). */

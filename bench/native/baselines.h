@@ -19,8 +19,11 @@ Napi::Value ProducerCreate(const Napi::CallbackInfo& info);
 Napi::Value ProducerStart(const Napi::CallbackInfo& info);
 Napi::Value ProducerStop(const Napi::CallbackInfo& info);
 Napi::Value ProducerClose(const Napi::CallbackInfo& info);
-// naive.cc: one JS call and one fresh object per completion.
+// loop_consumers.cc: consumers sleeping in Node's loop; naive makes one JS
+// call and one fresh object per completion, loop none until it is done.
+// Both start and close with the naive functions.
 Napi::Value NaiveCreate(const Napi::CallbackInfo& info);
+Napi::Value LoopCreate(const Napi::CallbackInfo& info);
 Napi::Value NaiveStart(const Napi::CallbackInfo& info);
 Napi::Value NaiveClose(const Napi::CallbackInfo& info);
 // echo.cc: a peer answering every receive with a SEND, on its own thread.

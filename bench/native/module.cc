@@ -42,6 +42,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"naiveCreate", NaiveCreate},
       {"naiveStart", NaiveStart},
       {"naiveClose", NaiveClose},
+      // The loop consumer shares the naive one's start and close.
+      {"loopCreate", LoopCreate},
+      {"loopStart", NaiveStart},
+      {"loopClose", NaiveClose},
       {"echoCreate", EchoCreate},
       {"echoStart", EchoStart},
       {"echoStop", EchoStop},
