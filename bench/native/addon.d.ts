@@ -49,6 +49,14 @@ export interface BenchAddon {
    * between looks at the CQ), `poll` without ever yielding.
    */
   ping(args: RouteArgs & { device?: string; mode?: 'event' | 'poll' | 'spin'; iters?: number; warmup?: number }): ArrayBuffer;
+  /**
+   * The event-mode ping asleep in Node's event loop (a uv_poll on its channel
+   * fd) instead of poll(2), calling no JS until the last round trip: then
+   * `callback` gets the round trips in microseconds, or why it failed.
+   */
+  pingLoopStart(args: RouteArgs & { device?: string; iters?: number; warmup?: number; callback: (result: ArrayBuffer | string) => void }): BenchHandle;
+  /** Stops it (if it has not finished) and releases everything. */
+  pingLoopClose(handle: BenchHandle): void;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
   producerCreate(args: RouteArgs & { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
   /** Starts (or restarts) posting; returns at once. */

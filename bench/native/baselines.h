@@ -13,7 +13,10 @@ Napi::Value Drain(const Napi::CallbackInfo& info);
 // common.cc: threadCpu() is the calling thread's CPU time in seconds.
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info);
 // ping.cc: ping(args) runs the native ping-pong; round trips in an ArrayBuffer.
+// pingLoopStart(args) runs it in event mode asleep in Node's loop.
 Napi::Value Ping(const Napi::CallbackInfo& info);
+Napi::Value PingLoopStart(const Napi::CallbackInfo& info);
+Napi::Value PingLoopClose(const Napi::CallbackInfo& info);
 // producer.cc: the producer over a CQ JS owns.
 Napi::Value ProducerCreate(const Napi::CallbackInfo& info);
 Napi::Value ProducerStart(const Napi::CallbackInfo& info);

@@ -35,6 +35,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"drain", Drain},
       {"threadCpu", ThreadCpu},
       {"ping", Ping},
+      {"pingLoopStart", PingLoopStart},
+      {"pingLoopClose", PingLoopClose},
       {"producerCreate", ProducerCreate},
       {"producerStart", ProducerStart},
       {"producerStop", ProducerStop},
