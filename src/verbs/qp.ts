@@ -227,7 +227,7 @@ export class Qp {
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
     const ahs: NativeAh[] | undefined = this.datagrams ? [] : undefined;
-    const { bytes, count } = encoder.encodeSend(Array.isArray(wr) ? wr : [wr as SendWr], ahs);
+    const { bytes, count } = encoder.encodeSend(wr, ahs);
     if (count === 0) return;
     this.native.postSend(bytes, count, ahs);
   }
@@ -239,7 +239,7 @@ export class Qp {
 
   /** Posts one or more receive work requests (`ibv_post_recv`). */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    const { bytes, count } = encoder.encodeRecv(wr);
     if (count === 0) return;
     this.native.postRecv(bytes, count);
   }

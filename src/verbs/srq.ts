@@ -80,7 +80,7 @@ export class Srq {
    * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    const { bytes, count } = encoder.encodeRecv(wr);
     if (count === 0) return;
     this.native.postRecv(bytes, count);
   }
