@@ -3,7 +3,7 @@ import type { Ah } from './ah';
 import { Mr } from './mr';
 import { packUdTarget } from './ud-target';
 import { WR_OPCODES, WrOpcode } from '../core/constants';
-import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
+import { checkInt, checkObject, checkU64, checkU64Value, describe, optBool } from './validate';
 
 /** A scatter/gather entry: `length` bytes at `offset` in a registered region. */
 export interface Sge {
@@ -82,9 +82,12 @@ const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
 
 /** A send WR read once into plain values (see {@link WrEncoder}). */
+/** A u64 read from the user: a number (a safe integer) is kept as one, no BigInt made. */
+type U64 = bigint | number;
+
 interface ResolvedSend {
-  wrId: bigint;
-  remoteAddr: bigint;
+  wrId: U64;
+  remoteAddr: U64;
   opcode: number;
   flags: number;
   imm: number;
@@ -96,7 +99,7 @@ interface ResolvedSend {
 
 /** A receive WR read once into plain values. */
 interface ResolvedRecv {
-  wrId: bigint;
+  wrId: U64;
   sges: ResolvedSge[];
 }
 
@@ -113,20 +116,25 @@ interface ResolvedRecv {
 export class WrEncoder {
   private buf = new ArrayBuffer(4096);
   private view = new DataView(this.buf);
+  /**
+   * The whole buffer, for the addon: the last encode's WRs start at 0 and
+   * the addon reads only as many as it is told (one view, not one per post).
+   */
+  bytes = new Uint8Array(this.buf);
 
   /**
-   * Packs send WRs; returns the bytes to hand to `postSend` and how many WRs
-   * they hold. With `ahs` (a UD QP's post) every WR must name a destination,
-   * and the address handles they use are collected there.
+   * Packs send WRs into {@link WrEncoder.bytes}; returns how many WRs it
+   * holds. With `ahs` (a UD QP's post) every WR must name a destination, and
+   * the address handles they use are collected there.
    */
-  encodeSend(wrs: SendWr | readonly SendWr[], ahs?: NativeAh[]): { bytes: Uint8Array; count: number } {
+  encodeSend(wrs: SendWr | readonly SendWr[], ahs?: NativeAh[]): number {
     const list = readAll(wrs, (wr, i) => readSend(wr, i, ahs));
     let at = 0;
     for (const wr of list) {
       this.reserve(at + SEND_HEADER + ATOMIC_OPERANDS + wr.sges.length * SGE_BYTES);
       const v = this.view;
-      v.setBigUint64(at, wr.wrId, true);
-      v.setBigUint64(at + 8, wr.remoteAddr, true);
+      this.setU64(at, wr.wrId);
+      this.setU64(at + 8, wr.remoteAddr);
       v.setUint32(at + 16, wr.opcode, true);
       v.setUint32(at + 20, wr.flags, true);
       v.setUint32(at + 24, wr.imm, true);
@@ -141,26 +149,36 @@ export class WrEncoder {
       }
       at = this.writeSges(at, wr.sges);
     }
-    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
+    return list.length;
   }
 
-  /** Packs receive WRs; returns the bytes to hand to `postRecv` and how many WRs they hold. */
-  encodeRecv(wrs: RecvWr | readonly RecvWr[]): { bytes: Uint8Array; count: number } {
+  /** Packs receive WRs into {@link WrEncoder.bytes}; returns how many WRs it holds. */
+  encodeRecv(wrs: RecvWr | readonly RecvWr[]): number {
     const list = readAll(wrs, readRecv);
     let at = 0;
     for (const wr of list) {
       this.reserve(at + RECV_HEADER + wr.sges.length * SGE_BYTES);
-      this.view.setBigUint64(at, wr.wrId, true);
+      this.setU64(at, wr.wrId);
       this.view.setUint32(at + 8, wr.sges.length, true);
       this.view.setUint32(at + 12, 0, true);
       at = this.writeSges(at + RECV_HEADER, wr.sges);
     }
-    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
+    return list.length;
+  }
+
+  /** A u64, little-endian; a number (a safe integer) as two words, with no BigInt made. */
+  private setU64(at: number, value: U64): void {
+    if (typeof value === 'bigint') {
+      this.view.setBigUint64(at, value, true);
+    } else {
+      this.view.setUint32(at, value >>> 0, true);
+      this.view.setUint32(at + 4, Math.floor(value / 0x1_0000_0000), true);
+    }
   }
 
   private writeSges(at: number, sges: ResolvedSge[]): number {
     for (const s of sges) {
-      this.view.setBigUint64(at, s.addr, true);
+      this.setU64(at, s.addr);
       this.view.setUint32(at + 8, s.length, true);
       this.view.setUint32(at + 12, s.lkey, true);
       at += SGE_BYTES;
@@ -174,6 +192,7 @@ export class WrEncoder {
     new Uint8Array(next).set(new Uint8Array(this.buf));
     this.buf = next;
     this.view = new DataView(next);
+    this.bytes = new Uint8Array(next);
   }
 }
 
@@ -195,7 +214,7 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   checkObject(wr, where);
   const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const { ah, remoteQpn, remoteQkey } = wr;
-  const wrId = checkU64(rawId, `${where}.wrId`);
+  const wrId = checkU64Value(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
   if (opcode === undefined) {
@@ -211,12 +230,12 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   const needsImm = opcodeName === 'SEND_WITH_IMM' || opcodeName === 'RDMA_WRITE_WITH_IMM';
   const imm = rawImm === undefined ? 0 : checkInt(rawImm, `${where}.imm`, 0, 0xffffffff);
   if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
-  let remoteAddr = 0n;
+  let remoteAddr: U64 = 0;
   let rkey = 0;
   if (!ahs && (opcodeName.startsWith('RDMA_') || isAtomic)) {
     const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
     const { addr, rkey: rawRkey } = remote;
-    remoteAddr = checkU64(addr, `${where}.remote.addr`);
+    remoteAddr = checkU64Value(addr, `${where}.remote.addr`);
     rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
   }
   if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
@@ -254,11 +273,11 @@ function readRecv(wr: RecvWr, i: number): ResolvedRecv {
   const where = `wr[${i}]`;
   checkObject(wr, where);
   const { wrId: rawId, sg } = wr;
-  return { wrId: checkU64(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
+  return { wrId: checkU64Value(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
 }
 
 interface ResolvedSge {
-  addr: bigint;
+  addr: U64;
   length: number;
   lkey: number;
 }
@@ -282,7 +301,7 @@ function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSg
   if (isRawSge(entry)) {
     const { addr, length, lkey } = entry;
     return {
-      addr: checkU64(addr, `${at}.addr`),
+      addr: checkU64Value(addr, `${at}.addr`),
       length: checkInt(length, `${at}.length`, 0, 0xffffffff),
       lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
     };
@@ -302,5 +321,5 @@ function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSg
   if (offset + length > mr.length) {
     throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
   }
-  return { addr: mr.addr + BigInt(offset), length, lkey: mr.lkey };
+  return { addr: mr.addressOf(offset), length, lkey: mr.lkey };
 }
