@@ -111,7 +111,7 @@
             "bench/native/drain.cc",
             "bench/native/echo.cc",
             "bench/native/module.cc",
-            "bench/native/naive.cc",
+            "bench/native/loop_consumers.cc",
             "bench/native/ping.cc",
             "bench/native/producer.cc",
             "<@(rxv_provider_sources)"

@@ -26,10 +26,12 @@ function missingRatios(r) {
 /** The targets of the real-kernel run (issue 12), judged on the ratios of the same run. */
 function rxeTargets(r) {
   const t = [];
-  const add = (name, target, value, met) => {
-    if (Number.isFinite(value)) t.push({ name, target, value, met: met(value) });
+  // floor: the same ratio for the native baseline woken by Node's event loop
+  // (no JS), where the run measured it.
+  const add = (name, target, value, met, floor) => {
+    if (Number.isFinite(value)) t.push({ name, target, value, met: met(value), ...(Number.isFinite(floor) ? { floor } : {}) });
   };
-  add('rxe0: event-mode round trip p50, ours (cq.completions$) / native', '<= 1.2', r.latency?.p50RatioToNative, (v) => v <= 1.2);
+  add('rxe0: event-mode round trip p50, ours (cq.completions$) / native', '<= 1.2', r.latency?.p50RatioToNative, (v) => v <= 1.2, r.latency?.loopP50RatioToNative);
   add('rxe0: drain throughput, ours (cq.completions$) / native, worst unpaced depth', '>= 0.8', r.throughput?.ratioToNative, (v) => v >= 0.8);
   return t;
 }
@@ -50,7 +52,10 @@ function main(argv) {
   const { formatResults } = require(path.join(__dirname, 'build', 'report.js'));
   process.stdout.write(`${formatResults(r)}\n`);
   process.stdout.write(`\nTargets on rxe0 (scale ${r.meta?.scale ?? 1}; QEMU/TCG: the ratios move between boots)\n`);
-  for (const t of r.rxeTargets) process.stdout.write(`  ${t.name}: ${t.target}, measured ${t.value.toFixed(3)} ${t.met ? 'met' : 'NOT met'}\n`);
+  for (const t of r.rxeTargets) {
+    const floor = t.floor === undefined ? '' : ` (Node-loop floor, no JS: ${t.floor.toFixed(3)})`;
+    process.stdout.write(`  ${t.name}: ${t.target}, measured ${t.value.toFixed(3)} ${t.met ? 'met' : 'NOT met'}${floor}\n`);
+  }
   if (r.pair) process.stdout.write(`\n${require('./cm/pair-report').format(r.pair)}\n`);
   const missing = [...missingRatios(r), ...(r.pair ? require('./cm/pair-report').missingRatios(r.pair) : [])];
   if (missing.length) {

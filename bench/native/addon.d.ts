@@ -49,6 +49,14 @@ export interface BenchAddon {
    * between looks at the CQ), `poll` without ever yielding.
    */
   ping(args: RouteArgs & { device?: string; mode?: 'event' | 'poll' | 'spin'; iters?: number; warmup?: number }): ArrayBuffer;
+  /**
+   * The event-mode ping asleep in Node's event loop (a uv_poll on its channel
+   * fd) instead of poll(2), calling no JS until the last round trip: then
+   * `callback` gets the round trips in microseconds, or why it failed.
+   */
+  pingLoopStart(args: RouteArgs & { device?: string; iters?: number; warmup?: number; callback: (result: ArrayBuffer | string) => void }): BenchHandle;
+  /** Stops it (if it has not finished) and releases everything. */
+  pingLoopClose(handle: BenchHandle): void;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
   producerCreate(args: RouteArgs & { context: unknown; pd: unknown; cq: unknown; maxWr?: number }): { handle: BenchHandle; counter: ArrayBuffer };
   /** Starts (or restarts) posting; returns at once. */
@@ -63,6 +71,16 @@ export interface BenchAddon {
   naiveStart(handle: BenchHandle, args: ProducerArgs): void;
   /** Stops and releases everything; what it saw. */
   naiveClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; error?: string };
+  /**
+   * The loop consumer, the floor of a Node.js process: the drain loop's work
+   * woken by Node's event loop (a uv_poll on its channel fd), calling
+   * `callback` once, when `total` WCs are in.
+   */
+  loopCreate(args: RouteArgs & { device?: string; cqe?: number; ackEvery?: number; callback: (wcs: number) => void }): BenchHandle;
+  /** Starts watching the channel and the producer feeding it. */
+  loopStart(handle: BenchHandle, args: ProducerArgs): void;
+  /** Stops and releases everything; what it saw. */
+  loopClose(handle: BenchHandle): { events: number; wakeups: number; posted: number; wcs: number; checksum: number; error?: string };
   /** A native echo peer connected to the QP `peerQpNum` on the JS context and PD given. */
   echoCreate(args: RouteArgs & { context: unknown; pd: unknown; depth?: number; peerQpNum?: number; peerPsn?: number }): { qpNum: number; lid: number; psn: number; handle: BenchHandle };
   /** Starts answering, sleeping on its channel (`event`) or busy-polling (`poll`). */

@@ -13,14 +13,20 @@ Napi::Value Drain(const Napi::CallbackInfo& info);
 // common.cc: threadCpu() is the calling thread's CPU time in seconds.
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info);
 // ping.cc: ping(args) runs the native ping-pong; round trips in an ArrayBuffer.
+// pingLoopStart(args) runs it in event mode asleep in Node's loop.
 Napi::Value Ping(const Napi::CallbackInfo& info);
+Napi::Value PingLoopStart(const Napi::CallbackInfo& info);
+Napi::Value PingLoopClose(const Napi::CallbackInfo& info);
 // producer.cc: the producer over a CQ JS owns.
 Napi::Value ProducerCreate(const Napi::CallbackInfo& info);
 Napi::Value ProducerStart(const Napi::CallbackInfo& info);
 Napi::Value ProducerStop(const Napi::CallbackInfo& info);
 Napi::Value ProducerClose(const Napi::CallbackInfo& info);
-// naive.cc: one JS call and one fresh object per completion.
+// loop_consumers.cc: consumers sleeping in Node's loop; naive makes one JS
+// call and one fresh object per completion, loop none until it is done.
+// Both start and close with the naive functions.
 Napi::Value NaiveCreate(const Napi::CallbackInfo& info);
+Napi::Value LoopCreate(const Napi::CallbackInfo& info);
 Napi::Value NaiveStart(const Napi::CallbackInfo& info);
 Napi::Value NaiveClose(const Napi::CallbackInfo& info);
 // echo.cc: a peer answering every receive with a SEND, on its own thread.

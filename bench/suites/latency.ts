@@ -125,6 +125,36 @@ export function pingNative(cfg: RunConfig, mode: 'event' | 'poll' | 'spin', iter
   return new Float64Array(native().ping({ device: cfg.device, ...gidArg(cfg), mode, iters, warmup }));
 }
 
+/**
+ * The native event-mode ping asleep in Node's event loop instead of poll(2),
+ * no JS until the end: the floor of an event-mode round trip in a Node.js
+ * process.
+ */
+export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number): Promise<Float64Array> {
+  return new Promise((resolve, reject) => {
+    let handle: BenchHandle | undefined;
+    const timer = setTimeout(() => {
+      if (handle) native().pingLoopClose(handle);
+      reject(new Error('ping loop stalled'));
+    }, 60_000);
+    const callback = (result: ArrayBuffer | string) => {
+      clearTimeout(timer);
+      // Closed on the next turn: this call comes from inside the loop's own wakeup.
+      setImmediate(() => {
+        if (handle) native().pingLoopClose(handle);
+        if (typeof result === 'string') reject(new Error(result));
+        else resolve(new Float64Array(result));
+      });
+    };
+    try {
+      handle = native().pingLoopStart({ device: cfg.device, ...gidArg(cfg), iters, warmup, callback });
+    } catch (err) {
+      clearTimeout(timer);
+      reject(err);
+    }
+  });
+}
+
 export async function latency(cfg: RunConfig) {
   const iters = scaled(cfg, cfg.quick ? 3000 : 30_000, 100);
   // Warm-up does not scale with the device: it is there for the JS side,
@@ -140,6 +170,8 @@ export async function latency(cfg: RunConfig) {
   // burst of load on the machine hits every variant alike.
   const variants: [string, (w: number) => Promise<Float64Array> | Float64Array][] = [
     ['native-event', (w) => pingNative(cfg, 'event', per, w)],
+    // The floor of any Node.js process: native-event's work, woken by Node's loop.
+    ['native-event-loop', (w) => pingNativeLoop(cfg, per, w)],
     ['rxv-fast-event', (w) => pingJs(cfg, 'fast', per, w, 0)],
     ['rxv-operators-event', (w) => pingJs(cfg, 'operators', per, w, 0)],
     ['native-busy-poll', (w) => pingNative(cfg, 'poll', per, w)],
@@ -175,6 +207,7 @@ export async function latency(cfg: RunConfig) {
   const ev = best['rxv-fast-event'];
   return {
     p50RatioToNative: ev.p50 / best['native-event'].p50,
+    loopP50RatioToNative: best['native-event-loop'].p50 / best['native-event'].p50,
     p99OverP50: ev.p99 / ev.p50,
     spinP50OverEventP50: best['rxv-spin'].p50 / ev.p50,
     spinP99OverP50: best['rxv-spin'].p99 / best['rxv-spin'].p50,

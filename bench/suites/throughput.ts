@@ -12,6 +12,14 @@ export interface ThroughputConfig {
   operatorsToNaive: number;
   /** Consumer-thread CPU per WC: fast path / native loop (what the pipeline costs over the native loop on the same thread). */
   fastCpuOverNative: number;
+  /**
+   * Consumer-thread CPU per WC: the loop consumer / native loop, the floor of
+   * any consumer in a Node.js process (the event loop's cost, no JS). Absent
+   * from results saved before it was measured.
+   */
+  loopCpuOverNative?: number;
+  /** Consumer-thread CPU per WC: fast path / the loop consumer (what the library adds over that floor). */
+  fastCpuOverLoop?: number;
   /** Consumer-thread CPU per WC: naive / fast path (how much cheaper the pipeline is, independent of the shared producer and device threads). */
   naiveCpuOverFast: number;
   naiveCpuOverOperators: number;
@@ -23,14 +31,15 @@ export async function throughput(cfg: RunConfig) {
   const paced = q ? [{ depth: 1024, rate: 200_000 }] : [{ depth: 1024, rate: 100_000 }, { depth: 1024, rate: 400_000 }];
   const total = scaled(cfg, q ? 150_000 : 1_000_000, 1000);
   const pacedSeconds = (q ? 0.4 : 2) * (cfg.scale ?? 1);
-  const rounds = q ? 2 : 3;
+  // Five rounds: the CPU per WC is their median (bestOf).
+  const rounds = q ? 2 : 5;
   const configs: ThroughputConfig[] = [];
   const all = [...depths.map((depth) => ({ depth, rate: 0 })), ...paced];
   for (const { depth, rate } of all) {
     cfg.log(`throughput: depth ${depth}, ${rate ? `${fmtRate(rate)} WC/s offered` : 'producer unlimited'}`);
     const n = rate ? Math.max(1000, Math.round(rate * pacedSeconds)) : total;
     const load = (v: Variant): Load => ({ depth, window: depth, burst: Math.min(32, depth), rate, total: v === 'naive' && !rate ? Math.round(n / 3) : n });
-    const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
+    const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'loop', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
     configs.push({
       depth,
       rate,
@@ -40,6 +49,8 @@ export async function throughput(cfg: RunConfig) {
       fastToNaive: runs.fast.rate / runs.naive.rate,
       operatorsToNaive: runs.operators.rate / runs.naive.rate,
       fastCpuOverNative: (runs.fast.consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
+      loopCpuOverNative: (runs.loop.consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
+      fastCpuOverLoop: (runs.fast.consumerNsPerWc ?? NaN) / (runs.loop.consumerNsPerWc ?? NaN),
       naiveCpuOverFast: (runs.naive.consumerNsPerWc ?? NaN) / (runs.fast.consumerNsPerWc ?? NaN),
       naiveCpuOverOperators: (runs.naive.consumerNsPerWc ?? NaN) / (runs.operators.consumerNsPerWc ?? NaN),
     });
@@ -52,6 +63,8 @@ export async function throughput(cfg: RunConfig) {
     operatorsRatioToNative: Math.min(...unpaced.map((c) => c.operatorsToNative)),
     operatorsRatioToNaive: Math.min(...unpaced.map((c) => c.operatorsToNaive)),
     consumerCpuFastOverNative: Math.max(...unpaced.map((c) => c.fastCpuOverNative)),
+    // The floor at the depth where the fast path is furthest from native.
+    consumerCpuLoopOverNativeThere: unpaced.reduce((w, c) => (c.fastCpuOverNative > w.fastCpuOverNative ? c : w)).loopCpuOverNative,
     consumerCpuNaiveOverFast: Math.min(...unpaced.map((c) => c.naiveCpuOverFast)),
     consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
     configs,
@@ -63,7 +76,7 @@ export async function eventRate(cfg: RunConfig) {
   const total = scaled(cfg, cfg.quick ? 4000 : 40_000, 100);
   cfg.log('event rate: one WC in flight (one WC per event)');
   const load = (v: Variant): Load => ({ depth: 64, window: 1, burst: 1, rate: 0, total: v === 'naive' ? total / 2 : total });
-  const runs = await bestOf(cfg, 'events', ['native', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);
+  const runs = await bestOf(cfg, 'events', ['native', 'loop', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);
   return {
     ratioToNative: runs.fast.rate / runs.native.rate,
     operatorsRatioToNative: runs.operators.rate / runs.native.rate,

@@ -26,6 +26,10 @@ export class Mr {
   readonly length: number;
   /** The access flags it was registered with, by name. */
   readonly access: readonly AccessFlag[];
+  // The start address as a number where every byte's address is a safe
+  // integer (user-space addresses are): posts then pack sg entries without
+  // making a BigInt.
+  private readonly addrNumber: number | undefined;
 
   /** @internal */
   constructor(native: NativeMr, pd: Pd, buffer: Buffer) {
@@ -36,19 +40,32 @@ export class Mr {
     this.rkey = native.rkey;
     this.addr = native.addr;
     this.length = native.length;
+    const start = Number(this.addr);
+    this.addrNumber = Number.isSafeInteger(start + this.length) ? start : undefined;
     this.access = (Object.keys(ACCESS) as AccessFlag[]).filter((k) => native.access & ACCESS[k]);
   }
 
+  // Kept here, not asked of the addon: every posted sg entry checks it, and
+  // a call into the addon costs more than the rest of that check. Only
+  // close() deregisters (the PD and context close their MRs through it).
+  private deregistered = false;
+
   /** True once deregistered. */
   get closed(): boolean {
-    return this.native.closed;
+    return this.deregistered;
   }
 
   /** Deregisters the region (`ibv_dereg_mr`); idempotent. */
   close(): void {
-    if (this.native.closed) return;
+    if (this.deregistered) return;
     this.native.close();
+    this.deregistered = true;
     this.pd.forget(this);
+  }
+
+  /** @internal The address of byte `offset`, as a post packs it (a number where it is a safe integer). */
+  addressOf(offset: number): bigint | number {
+    return this.addrNumber === undefined ? this.addr + BigInt(offset) : this.addrNumber + offset;
   }
 
   /** The remote address of byte `offset` in this region (for a peer's `remote.addr`). */

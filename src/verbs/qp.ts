@@ -227,9 +227,9 @@ export class Qp {
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
     const ahs: NativeAh[] | undefined = this.datagrams ? [] : undefined;
-    const { bytes, count } = encoder.encodeSend(Array.isArray(wr) ? wr : [wr as SendWr], ahs);
+    const count = encoder.encodeSend(wr, ahs);
     if (count === 0) return;
-    this.native.postSend(bytes, count, ahs);
+    this.native.postSend(encoder.bytes, count, ahs);
   }
 
   /** @internal True for a UD QP: its sends name an address handle. */
@@ -239,9 +239,9 @@ export class Qp {
 
   /** Posts one or more receive work requests (`ibv_post_recv`). */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    const count = encoder.encodeRecv(wr);
     if (count === 0) return;
-    this.native.postRecv(bytes, count);
+    this.native.postRecv(encoder.bytes, count);
   }
 
   /** Destroys the QP (`ibv_destroy_qp`). Idempotent. */

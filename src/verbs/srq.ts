@@ -80,9 +80,9 @@ export class Srq {
    * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    const { bytes, count } = encoder.encodeRecv(Array.isArray(wr) ? wr : [wr as RecvWr]);
+    const count = encoder.encodeRecv(wr);
     if (count === 0) return;
-    this.native.postRecv(bytes, count);
+    this.native.postRecv(encoder.bytes, count);
   }
 
   /** Destroys the SRQ (`ibv_destroy_srq`); `EBUSY` while QPs use it. Idempotent. */

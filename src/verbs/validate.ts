@@ -15,8 +15,8 @@ export function optInt(value: unknown, what: string, min: number, max: number, f
   return value === undefined ? fallback : checkInt(value, what, min, max);
 }
 
-/** A u64 as bigint from a bigint or a non-negative safe integer. */
-export function checkU64(value: unknown, what: string): bigint {
+/** A u64 from a bigint or a non-negative safe integer, as given (no BigInt made for a number). */
+export function checkU64Value(value: unknown, what: string): bigint | number {
   if (typeof value === 'bigint') {
     if (value < 0n || value > 0xffffffffffffffffn) throw new RangeError(`${what} must fit in 64 bits unsigned, got ${value}`);
     return value;
@@ -25,9 +25,14 @@ export function checkU64(value: unknown, what: string): bigint {
     if (!Number.isSafeInteger(value) || value < 0) {
       throw new RangeError(`${what} must be a non-negative safe integer or a bigint, got ${value}`);
     }
-    return BigInt(value);
+    return value;
   }
   throw new TypeError(`${what} must be a bigint or a number, got ${describe(value)}`);
+}
+
+/** A u64 as bigint from a bigint or a non-negative safe integer. */
+export function checkU64(value: unknown, what: string): bigint {
+  return BigInt(checkU64Value(value, what));
 }
 
 /** An optional boolean. */

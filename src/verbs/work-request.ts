@@ -3,7 +3,7 @@ import type { Ah } from './ah';
 import { Mr } from './mr';
 import { packUdTarget } from './ud-target';
 import { WR_OPCODES, WrOpcode } from '../core/constants';
-import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
+import { checkInt, checkObject, checkU64, checkU64Value, describe, optBool } from './validate';
 
 /** A scatter/gather entry: `length` bytes at `offset` in a registered region. */
 export interface Sge {
@@ -82,9 +82,12 @@ const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
 
 /** A send WR read once into plain values (see {@link WrEncoder}). */
+/** A u64 read from the user: a number (a safe integer) is kept as one, no BigInt made. */
+type U64 = bigint | number;
+
 interface ResolvedSend {
-  wrId: bigint;
-  remoteAddr: bigint;
+  wrId: U64;
+  remoteAddr: U64;
   opcode: number;
   flags: number;
   imm: number;
@@ -96,7 +99,7 @@ interface ResolvedSend {
 
 /** A receive WR read once into plain values. */
 interface ResolvedRecv {
-  wrId: bigint;
+  wrId: U64;
   sges: ResolvedSge[];
 }
 
@@ -113,20 +116,25 @@ interface ResolvedRecv {
 export class WrEncoder {
   private buf = new ArrayBuffer(4096);
   private view = new DataView(this.buf);
+  /**
+   * The whole buffer, for the addon: the last encode's WRs start at 0 and
+   * the addon reads only as many as it is told (one view, not one per post).
+   */
+  bytes = new Uint8Array(this.buf);
 
   /**
-   * Packs send WRs; returns the bytes to hand to `postSend` and how many WRs
-   * they hold. With `ahs` (a UD QP's post) every WR must name a destination,
-   * and the address handles they use are collected there.
+   * Packs send WRs into {@link WrEncoder.bytes}; returns how many WRs it
+   * holds. With `ahs` (a UD QP's post) every WR must name a destination, and
+   * the address handles they use are collected there.
    */
-  encodeSend(wrs: readonly SendWr[], ahs?: NativeAh[]): { bytes: Uint8Array; count: number } {
-    const list = Array.from(wrs, (wr, i) => readSend(wr, i, ahs));
+  encodeSend(wrs: SendWr | readonly SendWr[], ahs?: NativeAh[]): number {
+    const list = readAll(wrs, (wr, i) => readSend(wr, i, ahs));
     let at = 0;
     for (const wr of list) {
       this.reserve(at + SEND_HEADER + ATOMIC_OPERANDS + wr.sges.length * SGE_BYTES);
       const v = this.view;
-      v.setBigUint64(at, wr.wrId, true);
-      v.setBigUint64(at + 8, wr.remoteAddr, true);
+      this.setU64(at, wr.wrId);
+      this.setU64(at + 8, wr.remoteAddr);
       v.setUint32(at + 16, wr.opcode, true);
       v.setUint32(at + 20, wr.flags, true);
       v.setUint32(at + 24, wr.imm, true);
@@ -141,26 +149,36 @@ export class WrEncoder {
       }
       at = this.writeSges(at, wr.sges);
     }
-    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
+    return list.length;
   }
 
-  /** Packs receive WRs; returns the bytes to hand to `postRecv` and how many WRs they hold. */
-  encodeRecv(wrs: readonly RecvWr[]): { bytes: Uint8Array; count: number } {
-    const list = Array.from(wrs, readRecv);
+  /** Packs receive WRs into {@link WrEncoder.bytes}; returns how many WRs it holds. */
+  encodeRecv(wrs: RecvWr | readonly RecvWr[]): number {
+    const list = readAll(wrs, readRecv);
     let at = 0;
     for (const wr of list) {
       this.reserve(at + RECV_HEADER + wr.sges.length * SGE_BYTES);
-      this.view.setBigUint64(at, wr.wrId, true);
+      this.setU64(at, wr.wrId);
       this.view.setUint32(at + 8, wr.sges.length, true);
       this.view.setUint32(at + 12, 0, true);
       at = this.writeSges(at + RECV_HEADER, wr.sges);
     }
-    return { bytes: new Uint8Array(this.buf, 0, at), count: list.length };
+    return list.length;
+  }
+
+  /** A u64, little-endian; a number (a safe integer) as two words, with no BigInt made. */
+  private setU64(at: number, value: U64): void {
+    if (typeof value === 'bigint') {
+      this.view.setBigUint64(at, value, true);
+    } else {
+      this.view.setUint32(at, value >>> 0, true);
+      this.view.setUint32(at + 4, Math.floor(value / 0x1_0000_0000), true);
+    }
   }
 
   private writeSges(at: number, sges: ResolvedSge[]): number {
     for (const s of sges) {
-      this.view.setBigUint64(at, s.addr, true);
+      this.setU64(at, s.addr);
       this.view.setUint32(at + 8, s.length, true);
       this.view.setUint32(at + 12, s.lkey, true);
       at += SGE_BYTES;
@@ -174,7 +192,21 @@ export class WrEncoder {
     new Uint8Array(next).set(new Uint8Array(this.buf));
     this.buf = next;
     this.view = new DataView(next);
+    this.bytes = new Uint8Array(next);
   }
+}
+
+/**
+ * One WR or an array of them, each read once by `read` (an array's length
+ * once too, then every element once, by index). A plain loop: Array.from
+ * with a map function took half of a post's time.
+ */
+function readAll<W, R>(wrs: W | readonly W[], read: (wr: W, i: number) => R): R[] {
+  if (!Array.isArray(wrs)) return [read(wrs as W, 0)];
+  const n = wrs.length;
+  const out = new Array<R>(n);
+  for (let i = 0; i < n; i++) out[i] = read(wrs[i], i);
+  return out;
 }
 
 function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
@@ -182,7 +214,7 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   checkObject(wr, where);
   const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const { ah, remoteQpn, remoteQkey } = wr;
-  const wrId = checkU64(rawId, `${where}.wrId`);
+  const wrId = checkU64Value(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
   if (opcode === undefined) {
@@ -198,12 +230,12 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   const needsImm = opcodeName === 'SEND_WITH_IMM' || opcodeName === 'RDMA_WRITE_WITH_IMM';
   const imm = rawImm === undefined ? 0 : checkInt(rawImm, `${where}.imm`, 0, 0xffffffff);
   if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
-  let remoteAddr = 0n;
+  let remoteAddr: U64 = 0;
   let rkey = 0;
   if (!ahs && (opcodeName.startsWith('RDMA_') || isAtomic)) {
     const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
     const { addr, rkey: rawRkey } = remote;
-    remoteAddr = checkU64(addr, `${where}.remote.addr`);
+    remoteAddr = checkU64Value(addr, `${where}.remote.addr`);
     rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
   }
   if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
@@ -241,47 +273,53 @@ function readRecv(wr: RecvWr, i: number): ResolvedRecv {
   const where = `wr[${i}]`;
   checkObject(wr, where);
   const { wrId: rawId, sg } = wr;
-  return { wrId: checkU64(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
+  return { wrId: checkU64Value(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
 }
 
 interface ResolvedSge {
-  addr: bigint;
+  addr: U64;
   length: number;
   lkey: number;
 }
 
 function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string, defaultLength?: number): ResolvedSge[] {
   if (sg === undefined) throw new TypeError(`${where} is required: { mr, offset, length } or an array of them`);
-  const many = Array.isArray(sg);
+  if (!Array.isArray(sg)) return [readSge(sg, where, defaultLength)];
+  const n = sg.length;
+  if (n > 64) throw new RangeError(`${where} has ${n} entries; at most 64`);
   // A copy: the caller's array is read once, whatever its getters do.
-  const list = many ? Array.from(sg) : [sg];
-  if (list.length > 64) throw new RangeError(`${where} has ${list.length} entries; at most 64`);
-  return list.map((entry, k) => {
-    const at = many ? `${where}[${k}]` : where;
-    checkObject(entry, at);
-    if (isRawSge(entry)) {
-      const { addr, length, lkey } = entry;
-      return {
-        addr: checkU64(addr, `${at}.addr`),
-        length: checkInt(length, `${at}.length`, 0, 0xffffffff),
-        lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
-      };
-    }
-    const { mr, offset: rawOffset, length: rawLength } = entry;
-    if (!(mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory() or pd.allocMemory()`);
-    if (mr.closed) {
-      const err = new Error(`${at}.mr is deregistered`) as Error & { code: string };
-      err.code = 'EBADF';
-      throw err;
-    }
-    const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, `${at}.offset`, 0, mr.length);
-    const length =
-      rawLength === undefined
-        ? (defaultLength ?? mr.length - offset)
-        : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
-    if (offset + length > mr.length) {
-      throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
-    }
-    return { addr: mr.addr + BigInt(offset), length, lkey: mr.lkey };
-  });
+  const list: SgEntry[] = new Array(n);
+  for (let k = 0; k < n; k++) list[k] = sg[k];
+  const out: ResolvedSge[] = new Array(n);
+  for (let k = 0; k < n; k++) out[k] = readSge(list[k], `${where}[${k}]`, defaultLength);
+  return out;
+}
+
+/** One scatter/gather entry, `at` naming it in errors. */
+function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSge {
+  checkObject(entry, at);
+  if (isRawSge(entry)) {
+    const { addr, length, lkey } = entry;
+    return {
+      addr: checkU64Value(addr, `${at}.addr`),
+      length: checkInt(length, `${at}.length`, 0, 0xffffffff),
+      lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
+    };
+  }
+  const { mr, offset: rawOffset, length: rawLength } = entry;
+  if (!(mr instanceof Mr)) throw new TypeError(`${at}.mr must be an Mr from pd.registerMemory() or pd.allocMemory()`);
+  if (mr.closed) {
+    const err = new Error(`${at}.mr is deregistered`) as Error & { code: string };
+    err.code = 'EBADF';
+    throw err;
+  }
+  const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, `${at}.offset`, 0, mr.length);
+  const length =
+    rawLength === undefined
+      ? (defaultLength ?? mr.length - offset)
+      : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
+  if (offset + length > mr.length) {
+    throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
+  }
+  return { addr: mr.addressOf(offset), length, lkey: mr.lkey };
 }

@@ -49,6 +49,43 @@ describe('benchmark threads under hostile JavaScript', () => {
     expect(err?.message).toMatch(/'event', 'poll' or 'spin'/);
   });
 
+  itSoft("the loop consumer drains exactly `total` WCs asleep in Node's loop, and calls JS once", async () => {
+    const bench = benchAddon.load();
+    const calls: number[] = [];
+    const handle = bench.loopCreate({ device: 'soft0', cqe: 64, callback: (wcs) => calls.push(wcs) });
+    bench.loopStart(handle, { total: 5000, window: 64, burst: 16 });
+    const until = Date.now() + 10_000;
+    while (calls.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 20));
+    const out = bench.loopClose(handle);
+    expect(calls).toEqual([5000]);
+    expect(out.wcs).toBe(5000);
+    expect(out.posted).toBe(5000);
+    expect(out.events).toBeGreaterThan(0);
+    expect(out.wakeups).toBeGreaterThanOrEqual(out.events > 0 ? 1 : 0);
+    expect(() => bench.loopCreate({ device: 'soft0', callback: 5 } as never)).toThrow(/callback must be a function/);
+  });
+
+  itSoft("the event-mode ping asleep in Node's loop times every round trip, and refuses bad arguments", async () => {
+    const bench = benchAddon.load();
+    const run = (args: { iters: number; warmup: number }) =>
+      new Promise<ArrayBuffer | string>((resolve) => {
+        const handle = bench.pingLoopStart({ device: 'soft0', ...args, callback: (r) => setImmediate(() => {
+          bench.pingLoopClose(handle);
+          resolve(r);
+        }) });
+      });
+    const r = await run({ iters: 200, warmup: 20 });
+    // The addon's values come from the main realm, not jest's: no instanceof.
+    expect(typeof r).not.toBe('string');
+    const rtt = new Float64Array(r as ArrayBuffer);
+    expect(rtt.length).toBe(200);
+    for (const us of rtt) expect(us).toBeGreaterThan(0);
+    expect(() => bench.pingLoopStart({ device: 'soft0', iters: 1, callback: 'no' } as never)).toThrow(/callback must be a function/);
+    expect(() => bench.pingLoopStart({ device: 'soft0', iters: 0, callback: () => {} })).toThrow(/iters/);
+    expect(() => bench.pingLoopClose({} as never)).toThrow(/ping loop handle/);
+  });
+
   itSoft("the producer's credit counter cannot be detached: credits keep flowing after a transfer", async () => {
     const out = await scenario('counter');
     expect(out.counterBytes).toBeGreaterThanOrEqual(64);
@@ -60,6 +97,7 @@ describe('benchmark threads under hostile JavaScript', () => {
     expect(out.errors).toEqual({ cq: 'EBUSY', pd: 'EBUSY', ctx: 'EBUSY' });
     expect(out.closedAfter).toBe(true);
     expect(out.naive).toBe(true); // the naive binding delivered alongside
+    expect(out.loop).toBe(true); // and so did the loop consumer
   });
 
   itSoft('the handles keep the objects their threads use alive through GC, and release them when dropped', async () => {

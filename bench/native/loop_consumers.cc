@@ -1,6 +1,12 @@
-// The naive baseline: what a straightforward binding would do. Its own
-// device objects and a uv_poll on the channel fd; for every completion one
-// MakeCallback with a fresh { wrId, status, opcode, byteLen, qpNum } object.
+// The consumers that sleep in Node's event loop: their own device objects
+// and a uv_poll on the channel fd of the environment's loop, as the
+// product's watcher. Two of them:
+// - naive: what a straightforward binding would do; for every completion one
+//   MakeCallback with a fresh { wrId, status, opcode, byteLen, qpNum } object;
+// - loop: the native drain of drain.cc, but woken by Node's loop instead of
+//   poll(2), calling no JS until `total` completions are in (then once). It
+//   is the floor of any consumer that lives in a Node.js process: what the
+//   loop costs per wakeup before a single line of JavaScript runs.
 #include <uv.h>
 
 #include <cstdio>
@@ -19,7 +25,7 @@ namespace rxv {
 namespace bench {
 namespace {
 
-class Naive : public Object {
+class LoopConsumer : public Object {
  public:
   std::unique_ptr<Rig> rig;
   std::unique_ptr<Producer> prod;
@@ -30,6 +36,8 @@ class Naive : public Object {
   std::vector<Wc> wcs = std::vector<Wc>(256);
   uint64_t events = 0, wakeups = 0;
   uint32_t ack_every = 64;
+  bool per_wc = true;  // naive; false: loop
+  uint64_t total = 0, got = 0, checksum = 0;
   bool shut = false;
 
   void Shutdown(bool teardown) override {
@@ -66,8 +74,40 @@ class Naive : public Object {
     }
     napi_handle_scope outer;
     if (napi_open_handle_scope(e, &outer) != napi_ok) return;
-    Deliver(e);
+    if (per_wc) Deliver(e);
+    else Count(e);
     napi_close_handle_scope(e, outer);
+  }
+
+  // One poll of up to 256 completions; -1 when the CQ failed (reported,
+  // and the fd is no longer read).
+  int PollBatch(const char* who) {
+    try {
+      return rig->cq->poll(256, wcs.data());
+    } catch (const VerbsError& err) {
+      fprintf(stderr, "rx-verbs bench %s: %s\n", who, err.what());
+      poll.Stop();
+      return -1;
+    }
+  }
+
+  // loop: the drain loop's work per wakeup, and one JS call at the end.
+  void Count(napi_env e) {
+    for (;;) {
+      int n = PollBatch("loop");
+      if (n < 0) return;
+      for (int i = 0; i < n; i++) checksum += wcs[i].wr_id + wcs[i].status;
+      got += uint64_t(n);
+      __atomic_fetch_add(counter, uint32_t(n), __ATOMIC_RELEASE);
+      if (n < 256) break;
+    }
+    if (got < total) return;
+    poll.Stop();
+    napi_value fn = nullptr, recv = nullptr, count = nullptr;
+    if (napi_get_reference_value(e, static_cast<napi_ref>(cb), &fn) == napi_ok && fn &&
+        napi_get_global(e, &recv) == napi_ok && napi_create_double(e, double(got), &count) == napi_ok) {
+      DeliverToJs(e, static_cast<napi_async_context>(*async), recv, fn, 1, &count);
+    }
   }
 
   void Deliver(napi_env e) {
@@ -77,14 +117,8 @@ class Naive : public Object {
       return;
     }
     for (;;) {
-      int n = 0;
-      try {
-        n = rig->cq->poll(256, wcs.data());
-      } catch (const VerbsError& err) {
-        fprintf(stderr, "rx-verbs bench naive: %s\n", err.what());
-        poll.Stop();
-        return;
-      }
+      int n = PollBatch("naive");
+      if (n < 0) return;
       for (int i = 0; i < n; i++) {
         const Wc& w = wcs[i];
         napi_handle_scope scope;
@@ -113,7 +147,9 @@ class Naive : public Object {
 
 }  // namespace
 
-Napi::Value NaiveCreate(const Napi::CallbackInfo& info) {
+namespace {
+
+Napi::Value Create(const Napi::CallbackInfo& info, bool per_wc) {
   Napi::Env env = info.Env();
   Napi::Object args = ArgsObject(info, 0);
   const uint32_t cqe = U32(args, "cqe", 1024, 1, 65536);
@@ -121,7 +157,8 @@ Napi::Value NaiveCreate(const Napi::CallbackInfo& info) {
   const int gid_index = GidIndexArg(args);
   Napi::Value cbv = args.Get("callback");
   if (!cbv.IsFunction()) throw Napi::TypeError::New(env, "callback must be a function");
-  auto n = std::make_unique<Naive>();
+  auto n = std::make_unique<LoopConsumer>();
+  n->per_wc = per_wc;
   n->ack_every = U32(args, "ackEvery", 64, 1, 1u << 20);
   Guard(env, [&] {
     n->rig = std::make_unique<Rig>(device, cqe, true, gid_index);
@@ -129,16 +166,23 @@ Napi::Value NaiveCreate(const Napi::CallbackInfo& info) {
     n->prod->SetCounter(n->counter);
   });
   n->cb = Napi::Persistent(cbv.As<Napi::Function>());
-  n->async = std::make_unique<Napi::AsyncContext>(env, "rx-verbs:bench-naive");
+  n->async = std::make_unique<Napi::AsyncContext>(env, per_wc ? "rx-verbs:bench-naive" : "rx-verbs:bench-loop");
   return MakeHandle(env, std::move(n));
 }
 
+}  // namespace
+
+Napi::Value NaiveCreate(const Napi::CallbackInfo& info) { return Create(info, true); }
+Napi::Value LoopCreate(const Napi::CallbackInfo& info) { return Create(info, false); }
+
 Napi::Value NaiveStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Naive* n = HandleArg<Naive>(info, 0, "naive");
-  if (n->shut) throw Napi::Error::New(env, "the naive consumer is closed");
+  LoopConsumer* n = HandleArg<LoopConsumer>(info, 0, "naive or loop");
+  if (n->shut) throw Napi::Error::New(env, "the consumer is closed");
   if (n->prod->running()) throw Napi::Error::New(env, "already started");
   const ProducerConfig cfg = ReadConfig(ArgsObject(info, 1), n->prod->max_wr());
+  n->total = cfg.total;
+  n->got = 0;
   Guard(env, [&] {
     if (!n->poll.Valid()) {
       // The environment's own loop (a worker has its own), as the product's watchers use.
@@ -156,10 +200,14 @@ Napi::Value NaiveStart(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NaiveClose(const Napi::CallbackInfo& info) {
-  Naive* n = HandleArg<Naive>(info, 0, "naive");
+  LoopConsumer* n = HandleArg<LoopConsumer>(info, 0, "naive or loop");
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("events", double(n->events));
   o.Set("wakeups", double(n->wakeups));
+  if (!n->per_wc) {
+    o.Set("wcs", double(n->got));
+    o.Set("checksum", double(n->checksum & ((1ull << 52) - 1)));
+  }
   o.Set("posted", double(n->prod ? n->prod->posted() : 0));
   if (n->prod && !n->prod->error().empty()) o.Set("error", n->prod->error());
   n->RemoveHook();
