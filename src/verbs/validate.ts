@@ -16,7 +16,7 @@ export function optInt(value: unknown, what: string, min: number, max: number, f
 }
 
 /** A u64 from a bigint or a non-negative safe integer, as given (no BigInt made for a number). */
-export function checkU64Value(value: unknown, what: string): bigint | number {
+export function checkU64(value: unknown, what: string): bigint | number {
   if (typeof value === 'bigint') {
     if (value < 0n || value > 0xffffffffffffffffn) throw new RangeError(`${what} must fit in 64 bits unsigned, got ${value}`);
     return value;
@@ -28,11 +28,6 @@ export function checkU64Value(value: unknown, what: string): bigint | number {
     return value;
   }
   throw new TypeError(`${what} must be a bigint or a number, got ${describe(value)}`);
-}
-
-/** A u64 as bigint from a bigint or a non-negative safe integer. */
-export function checkU64(value: unknown, what: string): bigint {
-  return BigInt(checkU64Value(value, what));
 }
 
 /** An optional boolean. */

@@ -3,7 +3,7 @@ import type { Ah } from './ah';
 import { Mr } from './mr';
 import { packUdTarget } from './ud-target';
 import { WR_OPCODES, WrOpcode } from '../core/constants';
-import { checkInt, checkObject, checkU64, checkU64Value, describe, optBool } from './validate';
+import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
 
 /** A scatter/gather entry: `length` bytes at `offset` in a registered region. */
 export interface Sge {
@@ -81,10 +81,10 @@ const FLAG_SIGNALED = 2;
 const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
 
-/** A send WR read once into plain values (see {@link WrEncoder}). */
 /** A u64 read from the user: a number (a safe integer) is kept as one, no BigInt made. */
 type U64 = bigint | number;
 
+/** A send WR read once into plain values (see {@link WrEncoder}). */
 interface ResolvedSend {
   wrId: U64;
   remoteAddr: U64;
@@ -214,7 +214,7 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   checkObject(wr, where);
   const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const { ah, remoteQpn, remoteQkey } = wr;
-  const wrId = checkU64Value(rawId, `${where}.wrId`);
+  const wrId = checkU64(rawId, `${where}.wrId`);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
   if (opcode === undefined) {
@@ -235,7 +235,7 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   if (!ahs && (opcodeName.startsWith('RDMA_') || isAtomic)) {
     const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
     const { addr, rkey: rawRkey } = remote;
-    remoteAddr = checkU64Value(addr, `${where}.remote.addr`);
+    remoteAddr = checkU64(addr, `${where}.remote.addr`);
     rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
   }
   if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
@@ -273,7 +273,7 @@ function readRecv(wr: RecvWr, i: number): ResolvedRecv {
   const where = `wr[${i}]`;
   checkObject(wr, where);
   const { wrId: rawId, sg } = wr;
-  return { wrId: checkU64Value(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
+  return { wrId: checkU64(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
 }
 
 interface ResolvedSge {
@@ -301,7 +301,7 @@ function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSg
   if (isRawSge(entry)) {
     const { addr, length, lkey } = entry;
     return {
-      addr: checkU64Value(addr, `${at}.addr`),
+      addr: checkU64(addr, `${at}.addr`),
       length: checkInt(length, `${at}.length`, 0, 0xffffffff),
       lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
     };
