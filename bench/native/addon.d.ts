@@ -52,9 +52,18 @@ export interface BenchAddon {
   /**
    * The event-mode ping asleep in Node's event loop (a uv_poll on its channel
    * fd) instead of poll(2), calling no JS until the last round trip: then
-   * `callback` gets the round trips in microseconds, or why it failed.
+   * `callback` gets the round trips in microseconds, or why it failed. With
+   * `onCompletion`, JS also hears of each completion before the native side
+   * reposts (its status, opcode and low wr_id word), and a round trip ends
+   * once that call has returned.
    */
-  pingLoopStart(args: RouteArgs & { device?: string; iters?: number; warmup?: number; callback: (result: ArrayBuffer | string) => void }): BenchHandle;
+  pingLoopStart(args: RouteArgs & {
+    device?: string;
+    iters?: number;
+    warmup?: number;
+    callback: (result: ArrayBuffer | string) => void;
+    onCompletion?: (status: number, opcode: number, wrIdLow: number) => void;
+  }): BenchHandle;
   /** Stops it (if it has not finished) and releases everything. */
   pingLoopClose(handle: BenchHandle): void;
   /** A producer thread posting to a CQ JS owns; `counter` is its credit counter (u32 at 0). */
@@ -74,9 +83,20 @@ export interface BenchAddon {
   /**
    * The loop consumer, the floor of a Node.js process: the drain loop's work
    * woken by Node's event loop (a uv_poll on its channel fd), calling
-   * `callback` once, when `total` WCs are in.
+   * `callback` once, when `total` WCs are in (or the run failed). With
+   * `onBatch`, every poll's completions also go to JS in one call: their
+   * wr_id words (low, high) from byte 0 of `wcBuffer` and their statuses
+   * (u32) from byte 2048; `onBatch(n)` says how many.
    */
-  loopCreate(args: RouteArgs & { device?: string; cqe?: number; ackEvery?: number; callback: (wcs: number) => void }): BenchHandle;
+  loopCreate(args: RouteArgs & {
+    device?: string;
+    cqe?: number;
+    ackEvery?: number;
+    callback: (wcs: number) => void;
+    onBatch?: (n: number) => void;
+    /** At least 3072 bytes; kept (not copied) by the consumer. */
+    wcBuffer?: ArrayBuffer;
+  }): BenchHandle;
   /** Starts watching the channel and the producer feeding it. */
   loopStart(handle: BenchHandle, args: ProducerArgs): void;
   /** Stops and releases everything; what it saw. */

@@ -13,7 +13,8 @@ Napi::Value Drain(const Napi::CallbackInfo& info);
 // common.cc: threadCpu() is the calling thread's CPU time in seconds.
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info);
 // ping.cc: ping(args) runs the native ping-pong; round trips in an ArrayBuffer.
-// pingLoopStart(args) runs it in event mode asleep in Node's loop.
+// pingLoopStart(args) runs it in event mode asleep in Node's loop (with
+// onCompletion, calling JS once per completion).
 Napi::Value Ping(const Napi::CallbackInfo& info);
 Napi::Value PingLoopStart(const Napi::CallbackInfo& info);
 Napi::Value PingLoopClose(const Napi::CallbackInfo& info);
@@ -23,7 +24,8 @@ Napi::Value ProducerStart(const Napi::CallbackInfo& info);
 Napi::Value ProducerStop(const Napi::CallbackInfo& info);
 Napi::Value ProducerClose(const Napi::CallbackInfo& info);
 // loop_consumers.cc: consumers sleeping in Node's loop; naive makes one JS
-// call and one fresh object per completion, loop none until it is done.
+// call and one fresh object per completion, loop none until it is done (or,
+// with onBatch, one per poll, the completions in a buffer JS keeps).
 // Both start and close with the naive functions.
 Napi::Value NaiveCreate(const Napi::CallbackInfo& info);
 Napi::Value LoopCreate(const Napi::CallbackInfo& info);

@@ -7,6 +7,10 @@
 //   poll(2), calling no JS until `total` completions are in (then once). It
 //   is the floor of any consumer that lives in a Node.js process: what the
 //   loop costs per wakeup before a single line of JavaScript runs.
+// - loop with onBatch: the same, and every poll's completions handed to JS
+//   in one call, written as columns into an ArrayBuffer JS gave and keeps
+//   (no allocation per call). The floor of any library that hands
+//   completions to JS in batches: one crossing per poll and JS reading them.
 #include <uv.h>
 
 #include <cstdio>
@@ -25,6 +29,10 @@ namespace rxv {
 namespace bench {
 namespace {
 
+// onBatch's buffer: the wr_id of up to 256 completions as u32 words (low,
+// high), then their statuses as u32.
+constexpr size_t kJsBufferBytes = 256 * 8 + 256 * 4;
+
 class LoopConsumer : public Object {
  public:
   std::unique_ptr<Rig> rig;
@@ -37,7 +45,11 @@ class LoopConsumer : public Object {
   uint64_t events = 0, wakeups = 0;
   uint32_t ack_every = 64;
   bool per_wc = true;  // naive; false: loop
+  // loop with onBatch: the JS function and the buffer the columns go to.
+  Napi::FunctionReference on_batch;
+  Napi::Reference<Napi::ArrayBuffer> wc_buffer;
   uint64_t total = 0, got = 0, checksum = 0;
+  std::string error;
   bool shut = false;
 
   void Shutdown(bool teardown) override {
@@ -51,6 +63,8 @@ class LoopConsumer : public Object {
     // Also at teardown (a cleanup hook, the environment still works): Node
     // frees neither an addon's references nor its async contexts.
     cb.Reset();
+    on_batch.Reset();
+    wc_buffer.Reset();
     async.reset();
   }
 
@@ -91,23 +105,61 @@ class LoopConsumer : public Object {
     }
   }
 
-  // loop: the drain loop's work per wakeup, and one JS call at the end.
+  // loop: the drain loop's work per wakeup, and one JS call at the end
+  // (with onBatch, also one per poll that found completions).
   void Count(napi_env e) {
     for (;;) {
       int n = PollBatch("loop");
       if (n < 0) return;
-      for (int i = 0; i < n; i++) checksum += wcs[i].wr_id + wcs[i].status;
+      if (!on_batch.IsEmpty()) {
+        if (n > 0 && !HandToJs(e, n)) return;
+      } else {
+        for (int i = 0; i < n; i++) checksum += wcs[i].wr_id + wcs[i].status;
+      }
       got += uint64_t(n);
       __atomic_fetch_add(counter, uint32_t(n), __ATOMIC_RELEASE);
-      if (n < 256) break;
+      if (n < 256 || shut) break;
     }
-    if (got < total) return;
+    if (got >= total && !shut) Done(e);
+  }
+
+  // Stops reading and tells JS (callback(got)); the run's figures and any
+  // error are for loopClose.
+  void Done(napi_env e) {
     poll.Stop();
     napi_value fn = nullptr, recv = nullptr, count = nullptr;
     if (napi_get_reference_value(e, static_cast<napi_ref>(cb), &fn) == napi_ok && fn &&
         napi_get_global(e, &recv) == napi_ok && napi_create_double(e, double(got), &count) == napi_ok) {
       DeliverToJs(e, static_cast<napi_async_context>(*async), recv, fn, 1, &count);
     }
+  }
+
+  // Writes the wr_id words and statuses of wcs[0..n) into JS's buffer (its
+  // layout: kJsBufferBytes) and calls onBatch(n). The buffer is looked up every
+  // time: JS may have detached it, and then the run stops with an error.
+  bool HandToJs(napi_env e, int n) {
+    napi_value fn = nullptr, buf = nullptr, recv = nullptr, count = nullptr;
+    void* data = nullptr;
+    size_t bytes = 0;
+    if (napi_get_reference_value(e, static_cast<napi_ref>(on_batch), &fn) != napi_ok || !fn ||
+        napi_get_reference_value(e, static_cast<napi_ref>(wc_buffer), &buf) != napi_ok || !buf ||
+        napi_get_arraybuffer_info(e, buf, &data, &bytes) != napi_ok) {
+      return false;
+    }
+    if (!data || bytes < kJsBufferBytes) {
+      error = "the wcBuffer was detached";
+      Done(e);
+      return false;
+    }
+    auto* words = static_cast<uint32_t*>(data);
+    uint32_t* status = words + 2 * 256;
+    for (int i = 0; i < n; i++) {
+      words[2 * i] = uint32_t(wcs[i].wr_id);
+      words[2 * i + 1] = uint32_t(wcs[i].wr_id >> 32);
+      status[i] = wcs[i].status;
+    }
+    return napi_get_global(e, &recv) == napi_ok && napi_create_uint32(e, uint32_t(n), &count) == napi_ok &&
+           DeliverToJs(e, static_cast<napi_async_context>(*async), recv, fn, 1, &count);
   }
 
   void Deliver(napi_env e) {
@@ -160,6 +212,16 @@ Napi::Value Create(const Napi::CallbackInfo& info, bool per_wc) {
   auto n = std::make_unique<LoopConsumer>();
   n->per_wc = per_wc;
   n->ack_every = U32(args, "ackEvery", 64, 1, 1u << 20);
+  if (!per_wc && !args.Get("onBatch").IsUndefined()) {
+    Napi::Value fn = args.Get("onBatch");
+    Napi::Value buf = args.Get("wcBuffer");
+    if (!fn.IsFunction()) throw Napi::TypeError::New(env, "onBatch must be a function");
+    if (!buf.IsArrayBuffer() || buf.As<Napi::ArrayBuffer>().ByteLength() < kJsBufferBytes) {
+      throw Napi::TypeError::New(env, "wcBuffer must be an ArrayBuffer of at least " + std::to_string(kJsBufferBytes) + " bytes");
+    }
+    n->on_batch = Napi::Persistent(fn.As<Napi::Function>());
+    n->wc_buffer = Napi::Persistent(buf.As<Napi::ArrayBuffer>());
+  }
   Guard(env, [&] {
     n->rig = std::make_unique<Rig>(device, cqe, true, gid_index);
     n->prod.reset(new Producer(n->rig->ctx.get(), n->rig->pd.get(), n->rig->cq.get(), cqe, n->rig->path));
@@ -209,7 +271,8 @@ Napi::Value NaiveClose(const Napi::CallbackInfo& info) {
     o.Set("checksum", double(n->checksum & ((1ull << 52) - 1)));
   }
   o.Set("posted", double(n->prod ? n->prod->posted() : 0));
-  if (n->prod && !n->prod->error().empty()) o.Set("error", n->prod->error());
+  if (!n->error.empty()) o.Set("error", n->error);
+  else if (n->prod && !n->prod->error().empty()) o.Set("error", n->prod->error());
   n->RemoveHook();
   n->Shutdown(false);
   return o;

@@ -31,8 +31,8 @@ const BAR_WIDTH = 340;
 
 // A fixed colour per variant, so that one variant looks the same in every
 // chart of the page and of every page.
-const LATENCY_VARIANTS = ['native-event', 'rxv-fast-event', 'rxv-operators-event', 'native-busy-poll', 'rxv-spin', 'native-spin', 'native-event-loop'];
-const THROUGHPUT_VARIANTS = ['native', 'fast', 'operators', 'naive', 'loop'];
+const LATENCY_VARIANTS = ['native-event', 'rxv-fast-event', 'rxv-operators-event', 'native-busy-poll', 'rxv-spin', 'native-spin', 'native-event-loop', 'native-event-loop-js'];
+const THROUGHPUT_VARIANTS = ['native', 'fast', 'operators', 'naive', 'loop', 'loop-js'];
 const PALETTE = ['#4c78a8', '#f58518', '#54a24b', '#b279a2', '#e45756', '#72b7b2', '#9d755d', '#bab0ac'];
 const variantColor = (known: string[], seen: string[]) => {
   const domain = [...known.filter((v) => seen.includes(v)), ...seen.filter((v) => !known.includes(v))];
@@ -138,7 +138,7 @@ function depthChart(r: Results, id: string, title: string, caption: string, yTit
 
 /** Wall-clock throughput of each variant against CQ depth (producer unlimited, best round). */
 export function throughputChart(r: Results): Chart | MissingChart {
-  const caption = 'WC/s of each variant with the producer unlimited, the best of interleaved rounds; native is the C++ event-mode drain loop, loop the same drain woken by Node\'s event loop with no JS (the floor of a Node.js process), naive the one-callback-per-WC binding.';
+  const caption = 'WC/s of each variant with the producer unlimited, the best of interleaved rounds; native is the C++ event-mode drain loop, loop the same drain woken by Node\'s event loop with no JS (the floor of a Node.js process), loop-js that drain handing every poll\'s WCs to JS in one call (the floor of a library that delivers completions to JS), naive the one-callback-per-WC binding.';
   return depthChart(r, 'throughput', 'Throughput against CQ depth', caption, 'completions per second (best round)', false, (run) => run.rate);
 }
 

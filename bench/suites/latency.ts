@@ -128,11 +128,15 @@ export function pingNative(cfg: RunConfig, mode: 'event' | 'poll' | 'spin', iter
 /**
  * The native event-mode ping asleep in Node's event loop instead of poll(2),
  * no JS until the end: the floor of an event-mode round trip in a Node.js
- * process.
+ * process. With `js`, each completion is also handed to a JS function that
+ * reads it (status, opcode, wr_id) before the native side reposts: the
+ * floor of a library that delivers completions to JS.
  */
-export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number): Promise<Float64Array> {
+export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number, js = false): Promise<Float64Array> {
   return new Promise((resolve, reject) => {
     let handle: BenchHandle | undefined;
+    let bad = 0;
+    let seen = 0;
     const timer = setTimeout(() => {
       if (handle) native().pingLoopClose(handle);
       reject(new Error('ping loop stalled'));
@@ -143,11 +147,18 @@ export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number): P
       setImmediate(() => {
         if (handle) native().pingLoopClose(handle);
         if (typeof result === 'string') reject(new Error(result));
+        else if (bad > 0) reject(new Error(`ping loop: ${bad} completions failed`));
+        else if (js && seen < iters + warmup) reject(new Error(`ping loop: JS saw ${seen} receives of ${iters + warmup}`));
         else resolve(new Float64Array(result));
       });
     };
+    // What pingJs's subscriber reads of each completion.
+    const onCompletion = (status: number, opcode: number, wrIdLow: number) => {
+      if (status !== 0) bad++;
+      if (opcode === WC_OPCODES.RECV && wrIdLow < 16) seen++;
+    };
     try {
-      handle = native().pingLoopStart({ device: cfg.device, ...gidArg(cfg), iters, warmup, callback });
+      handle = native().pingLoopStart({ device: cfg.device, ...gidArg(cfg), iters, warmup, callback, ...(js ? { onCompletion } : {}) });
     } catch (err) {
       clearTimeout(timer);
       reject(err);
@@ -172,6 +183,9 @@ export async function latency(cfg: RunConfig) {
     ['native-event', (w) => pingNative(cfg, 'event', per, w)],
     // The floor of any Node.js process: native-event's work, woken by Node's loop.
     ['native-event-loop', (w) => pingNativeLoop(cfg, per, w)],
+    // The floor of a library that hands completions to JS: the above, and
+    // one JS call per completion before the native side reposts.
+    ['native-event-loop-js', (w) => pingNativeLoop(cfg, per, w, true)],
     ['rxv-fast-event', (w) => pingJs(cfg, 'fast', per, w, 0)],
     ['rxv-operators-event', (w) => pingJs(cfg, 'operators', per, w, 0)],
     ['native-busy-poll', (w) => pingNative(cfg, 'poll', per, w)],
@@ -191,7 +205,7 @@ export async function latency(cfg: RunConfig) {
       const s = await run(c === 0 ? firstWarmup : warmup);
       samples.set(name, [...(samples.get(name) ?? []), s]);
       const st = stats(name, s);
-      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(19)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
+      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(20)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
     }
   }
   const best: Record<string, LatencyStats> = {};
@@ -208,6 +222,7 @@ export async function latency(cfg: RunConfig) {
   return {
     p50RatioToNative: ev.p50 / best['native-event'].p50,
     loopP50RatioToNative: best['native-event-loop'].p50 / best['native-event'].p50,
+    loopJsP50RatioToNative: best['native-event-loop-js'].p50 / best['native-event'].p50,
     p99OverP50: ev.p99 / ev.p50,
     spinP50OverEventP50: best['rxv-spin'].p50 / ev.p50,
     spinP99OverP50: best['rxv-spin'].p99 / best['rxv-spin'].p50,

@@ -249,13 +249,33 @@ export function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
  * work, woken by Node's event loop (a uv_poll on the channel fd, as the
  * watcher's) instead of poll(2), calling no JS until the last WC. What it
  * costs over the native loop is the event loop's, before any JavaScript.
+ *
+ * With `js` (the `loop-js` variant), the floor of any library that hands
+ * completions to JS in batches: every poll's WCs go to JS in one call,
+ * written into a buffer JS keeps (nothing allocated per call), and JS reads
+ * the wr_id and status of each, as runJs's subscriber does. What the fast
+ * path costs over it is the library's own work.
  */
-export function runLoop(cfg: RunConfig, load: Load): Promise<Run> {
+export function runLoop(cfg: RunConfig, load: Load, js = false): Promise<Run> {
+  const variant = js ? 'loop-js' : 'loop';
   return new Promise((resolve, reject) => {
     let cpu: CpuSample;
     let timer: NodeJS.Timeout | undefined;
     let handle: BenchHandle;
     let done = false;
+    let sum = 0;
+    let errors = 0;
+    let got = 0;
+    const wcBuffer = new ArrayBuffer(256 * 12);
+    const words = new Uint32Array(wcBuffer, 0, 512);
+    const status = new Uint32Array(wcBuffer, 2048, 256);
+    const onBatch = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        sum = (sum + words[2 * i] + words[2 * i + 1]) | 0;
+        if (status[i] !== 0) errors++;
+      }
+      got += n;
+    };
     const finish = (error?: string) => {
       if (done) return;
       done = true;
@@ -264,11 +284,12 @@ export function runLoop(cfg: RunConfig, load: Load): Promise<Run> {
       const thread = threadNsPer(cpu, 1);
       clearTimeout(timer);
       const s = native().loopClose(handle);
-      const got = s.wcs;
-      resolve({ variant: 'loop', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc: thread / Math.max(1, got), error: error ?? s.error });
+      const wcs = s.wcs;
+      const failed = js && errors > 0 ? `${errors} failed WCs` : js && got !== wcs ? `JS saw ${got} of ${wcs} WCs` : undefined;
+      resolve({ variant, wcs, seconds, rate: wcs / seconds, wcsPerEvent: wcs / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc: thread / Math.max(1, wcs), error: error ?? s.error ?? failed });
     };
     try {
-      handle = native().loopCreate({ device: cfg.device, ...gidArg(cfg), cqe: load.depth, callback: () => setImmediate(finish) });
+      handle = native().loopCreate({ device: cfg.device, ...gidArg(cfg), cqe: load.depth, callback: () => setImmediate(finish), ...(js ? { onBatch, wcBuffer } : {}) });
       cpu = cpuStart();
       native().loopStart(handle, { total: load.total, window: load.window, burst: load.burst, rate: load.rate });
       timer = setTimeout(() => finish(`stalled before ${load.total} WCs`), 60_000 + (load.rate ? (load.total / load.rate) * 2000 : 0));
@@ -278,11 +299,12 @@ export function runLoop(cfg: RunConfig, load: Load): Promise<Run> {
   });
 }
 
-export type Variant = 'native' | 'loop' | 'fast' | 'operators' | 'naive';
+export type Variant = 'native' | 'loop' | 'loop-js' | 'fast' | 'operators' | 'naive';
 
 export function runVariant(cfg: RunConfig, v: Variant, load: Load): Promise<Run> {
   if (v === 'native') return Promise.resolve(runNative(cfg, load));
   if (v === 'loop') return runLoop(cfg, load);
+  if (v === 'loop-js') return runLoop(cfg, load, true);
   if (v === 'naive') return runNaive(cfg, load);
   return runJs(cfg, v, load);
 }

@@ -20,6 +20,17 @@ export interface ThroughputConfig {
   loopCpuOverNative?: number;
   /** Consumer-thread CPU per WC: fast path / the loop consumer (what the library adds over that floor). */
   fastCpuOverLoop?: number;
+  /**
+   * Consumer-thread CPU per WC: the loop consumer handing every poll's WCs
+   * to JS (loop-js) / native loop: the floor of any library that delivers
+   * completions to JS in batches. Absent from results saved before it was
+   * measured, as are the two below.
+   */
+  loopJsCpuOverNative?: number;
+  /** Consumer-thread CPU per WC: naive / loop-js (the most any JS library could be cheaper than naive). */
+  naiveCpuOverLoopJs?: number;
+  /** Consumer-thread CPU per WC: fast path / loop-js (the library's own work over that floor). */
+  fastCpuOverLoopJs?: number;
   /** Consumer-thread CPU per WC: naive / fast path (how much cheaper the pipeline is, independent of the shared producer and device threads). */
   naiveCpuOverFast: number;
   naiveCpuOverOperators: number;
@@ -39,7 +50,7 @@ export async function throughput(cfg: RunConfig) {
     cfg.log(`throughput: depth ${depth}, ${rate ? `${fmtRate(rate)} WC/s offered` : 'producer unlimited'}`);
     const n = rate ? Math.max(1000, Math.round(rate * pacedSeconds)) : total;
     const load = (v: Variant): Load => ({ depth, window: depth, burst: Math.min(32, depth), rate, total: v === 'naive' && !rate ? Math.round(n / 3) : n });
-    const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'loop', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
+    const runs = await bestOf(cfg, `d${depth}${rate ? `@${fmtRate(rate)}` : ''}`, ['native', 'loop', 'loop-js', 'fast', 'operators', 'naive'], load, rate ? 1 : rounds);
     configs.push({
       depth,
       rate,
@@ -51,11 +62,16 @@ export async function throughput(cfg: RunConfig) {
       fastCpuOverNative: (runs.fast.consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
       loopCpuOverNative: (runs.loop.consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
       fastCpuOverLoop: (runs.fast.consumerNsPerWc ?? NaN) / (runs.loop.consumerNsPerWc ?? NaN),
+      loopJsCpuOverNative: (runs['loop-js'].consumerNsPerWc ?? NaN) / (runs.native.consumerNsPerWc ?? NaN),
+      naiveCpuOverLoopJs: (runs.naive.consumerNsPerWc ?? NaN) / (runs['loop-js'].consumerNsPerWc ?? NaN),
+      fastCpuOverLoopJs: (runs.fast.consumerNsPerWc ?? NaN) / (runs['loop-js'].consumerNsPerWc ?? NaN),
       naiveCpuOverFast: (runs.naive.consumerNsPerWc ?? NaN) / (runs.fast.consumerNsPerWc ?? NaN),
       naiveCpuOverOperators: (runs.naive.consumerNsPerWc ?? NaN) / (runs.operators.consumerNsPerWc ?? NaN),
     });
   }
   const unpaced = configs.filter((c) => c.rate === 0);
+  const worstCpu = unpaced.reduce((w, c) => (c.fastCpuOverNative > w.fastCpuOverNative ? c : w));
+  const worstNaive = unpaced.reduce((w, c) => (c.naiveCpuOverFast < w.naiveCpuOverFast ? c : w));
   return {
     // Headline: the fast path (cq.completions$) at the worst unpaced depth.
     ratioToNative: Math.min(...unpaced.map((c) => c.fastToNative)),
@@ -63,9 +79,12 @@ export async function throughput(cfg: RunConfig) {
     operatorsRatioToNative: Math.min(...unpaced.map((c) => c.operatorsToNative)),
     operatorsRatioToNaive: Math.min(...unpaced.map((c) => c.operatorsToNaive)),
     consumerCpuFastOverNative: Math.max(...unpaced.map((c) => c.fastCpuOverNative)),
-    // The floor at the depth where the fast path is furthest from native.
-    consumerCpuLoopOverNativeThere: unpaced.reduce((w, c) => (c.fastCpuOverNative > w.fastCpuOverNative ? c : w)).loopCpuOverNative,
-    consumerCpuNaiveOverFast: Math.min(...unpaced.map((c) => c.naiveCpuOverFast)),
+    // The floors at the depth where the fast path is furthest from native.
+    consumerCpuLoopOverNativeThere: worstCpu.loopCpuOverNative,
+    consumerCpuLoopJsOverNativeThere: worstCpu.loopJsCpuOverNative,
+    consumerCpuNaiveOverFast: worstNaive.naiveCpuOverFast,
+    // What naive / fast could be at most there: naive over the JS floor.
+    consumerCpuNaiveOverLoopJsThere: worstNaive.naiveCpuOverLoopJs,
     consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
     configs,
   };
@@ -76,7 +95,7 @@ export async function eventRate(cfg: RunConfig) {
   const total = scaled(cfg, cfg.quick ? 4000 : 40_000, 100);
   cfg.log('event rate: one WC in flight (one WC per event)');
   const load = (v: Variant): Load => ({ depth: 64, window: 1, burst: 1, rate: 0, total: v === 'naive' ? total / 2 : total });
-  const runs = await bestOf(cfg, 'events', ['native', 'loop', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);
+  const runs = await bestOf(cfg, 'events', ['native', 'loop', 'loop-js', 'fast', 'operators', 'naive'], load, cfg.quick ? 2 : 3);
   return {
     ratioToNative: runs.fast.rate / runs.native.rate,
     operatorsRatioToNative: runs.operators.rate / runs.native.rate,

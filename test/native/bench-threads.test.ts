@@ -1,6 +1,7 @@
 import { itSoft } from '../support/device';
 import { lastJson, runFixture } from '../support/fixture-child';
 import * as benchAddon from '../../bench/native/addon';
+import { WC_OPCODES } from '../../src';
 
 /** Runs one scenario of the hostile-bench fixture and checks that the child ended normally. */
 async function scenario(name: string): Promise<Record<string, unknown>> {
@@ -66,6 +67,47 @@ describe('benchmark threads under hostile JavaScript', () => {
     expect(() => bench.loopCreate({ device: 'soft0', callback: 5 } as never)).toThrow(/callback must be a function/);
   });
 
+  itSoft("the loop consumer with onBatch hands every poll's WCs to JS through the buffer JS keeps, and stops with an error if it is detached", async () => {
+    const bench = benchAddon.load();
+    const drain = (total: number, onEach?: (n: number, buf: ArrayBuffer) => void) =>
+      new Promise<{ calls: number; seen: number; bad: number; out: ReturnType<typeof bench.loopClose> }>((resolve) => {
+        const wcBuffer = new ArrayBuffer(3072);
+        const status = new Uint32Array(wcBuffer, 2048, 256);
+        let calls = 0;
+        let seen = 0;
+        let bad = 0;
+        const handle = bench.loopCreate({
+          device: 'soft0',
+          cqe: 64,
+          wcBuffer,
+          onBatch: (n) => {
+            calls++;
+            seen += n;
+            for (let i = 0; i < n; i++) if (status[i] !== 0) bad++;
+            onEach?.(n, wcBuffer);
+          },
+          callback: () => setImmediate(() => resolve({ calls, seen, bad, out: bench.loopClose(handle) })),
+        });
+        bench.loopStart(handle, { total, window: 64, burst: 16 });
+      });
+    const ok = await drain(5000);
+    expect(ok.out.error).toBeUndefined();
+    expect(ok.seen).toBe(5000);
+    expect(ok.out.wcs).toBe(5000);
+    expect(ok.bad).toBe(0);
+    // One call per poll that found WCs: at most 64 in flight, so at least 5000 / 64 calls.
+    expect(ok.calls).toBeGreaterThanOrEqual(Math.ceil(5000 / 64));
+    // Detached after the first call: the next poll finds no buffer and the run stops, reported.
+    const detached = await drain(1e6, (_n, buf) => {
+      if (buf.byteLength > 0) structuredClone(buf, { transfer: [buf] });
+    });
+    expect(detached.out.error).toMatch(/wcBuffer was detached/);
+    expect(detached.calls).toBe(1);
+    expect(() => bench.loopCreate({ device: 'soft0', callback: () => {}, onBatch: 1, wcBuffer: new ArrayBuffer(3072) } as never)).toThrow(/onBatch must be a function/);
+    expect(() => bench.loopCreate({ device: 'soft0', callback: () => {}, onBatch: () => {}, wcBuffer: new ArrayBuffer(3071) })).toThrow(/wcBuffer must be an ArrayBuffer of at least 3072 bytes/);
+    expect(() => bench.loopCreate({ device: 'soft0', callback: () => {}, onBatch: () => {} })).toThrow(/wcBuffer/);
+  });
+
   itSoft("the event-mode ping asleep in Node's loop times every round trip, and refuses bad arguments", async () => {
     const bench = benchAddon.load();
     const run = (args: { iters: number; warmup: number }) =>
@@ -81,6 +123,46 @@ describe('benchmark threads under hostile JavaScript', () => {
     const rtt = new Float64Array(r as ArrayBuffer);
     expect(rtt.length).toBe(200);
     for (const us of rtt) expect(us).toBeGreaterThan(0);
+    // With onCompletion, JS hears of every completion: each round trip's receive (the sends are unsignaled).
+    const heard: number[] = [];
+    const withJs = await new Promise<ArrayBuffer | string>((resolve) => {
+      const handle = bench.pingLoopStart({
+        device: 'soft0',
+        iters: 100,
+        warmup: 10,
+        onCompletion: (status, opcode, wrIdLow) => heard.push(status, opcode, wrIdLow),
+        callback: (res) => setImmediate(() => {
+          bench.pingLoopClose(handle);
+          resolve(res);
+        }),
+      });
+    });
+    expect(new Float64Array(withJs as ArrayBuffer).length).toBe(100);
+    expect(heard.length).toBe(3 * 110);
+    for (let i = 0; i < heard.length; i += 3) {
+      expect(heard[i]).toBe(0); // success
+      expect(heard[i + 1]).toBe(WC_OPCODES.RECV);
+      expect(heard[i + 2]).toBeLessThan(16); // a receive slot
+    }
+    // Closed from inside onCompletion: nothing more is called, nothing crashes.
+    let after = 0;
+    let closed = false;
+    await new Promise<void>((resolve) => {
+      const handle = bench.pingLoopStart({
+        device: 'soft0',
+        iters: 1000,
+        warmup: 0,
+        onCompletion: () => {
+          if (closed) after++;
+          closed = true;
+          bench.pingLoopClose(handle);
+          setTimeout(resolve, 50);
+        },
+        callback: () => after++,
+      });
+    });
+    expect(after).toBe(0);
+    expect(() => bench.pingLoopStart({ device: 'soft0', iters: 1, callback: () => {}, onCompletion: 'no' } as never)).toThrow(/onCompletion must be a function/);
     expect(() => bench.pingLoopStart({ device: 'soft0', iters: 1, callback: 'no' } as never)).toThrow(/callback must be a function/);
     expect(() => bench.pingLoopStart({ device: 'soft0', iters: 0, callback: () => {} })).toThrow(/iters/);
     expect(() => bench.pingLoopClose({} as never)).toThrow(/ping loop handle/);
