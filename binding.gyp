@@ -48,7 +48,8 @@
       "src/native/util/batch_slab.cc",
       "src/native/util/deliver.cc",
       "src/native/util/errors.cc",
-      "src/native/util/js_values.cc"
+      "src/native/util/js_values.cc",
+      "src/native/util/wrap_registry.cc"
     ]
   },
   # Compiler and sanitizer settings, written once for every target.

@@ -128,10 +128,21 @@ std::string Str(Napi::Object o, const char* key, const std::string& dflt) {
   return v.As<Napi::String>().Utf8Value();
 }
 
-// The product's wrappers are recognised by their type tags (util/wrap.h),
-// which hold across addons: no JS runs and no constructor is needed.
+// The product's wrappers are recognised by the type tag on their JS objects
+// (util/wrap.h), which holds across addons: no JS runs and no constructor is
+// needed. (The product's own check asks its wrap registry, which is the
+// product addon's: this addon has a registry of its own, empty.)
+template <typename W>
+static W* ProductArg(Napi::Env env, Napi::Value v, const char* what) {
+  void* p = nullptr;
+  if (!HasTag(env, v, W::kTypeTag) || napi_unwrap(env, v, &p) != napi_ok || !p) {
+    throw Napi::TypeError::New(env, std::string(what) + " must be a " + W::kClassName + " object");
+  }
+  return static_cast<W*>(p);
+}
+
 Context* BenchContextArg(Napi::Env env, Napi::Value v) {
-  return UnwrapArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
+  return ProductArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
 }
 
 int GidIndexArg(Napi::Object o) {
@@ -147,11 +158,11 @@ std::unique_ptr<Context> OpenBenchDevice(const std::string& name) {
 }
 
 Pd* PdArg(Napi::Env env, Napi::Value v) {
-  return UnwrapArg<PdWrap>(env, v, "pd")->Checked(env, "bench");
+  return ProductArg<PdWrap>(env, v, "pd")->Checked(env, "bench");
 }
 
 Cq* CqArg(Napi::Env env, Napi::Value v) {
-  return UnwrapArg<CqWrap>(env, v, "cq")->Checked(env, "bench");
+  return ProductArg<CqWrap>(env, v, "cq")->Checked(env, "bench");
 }
 
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info) {

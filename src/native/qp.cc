@@ -157,24 +157,45 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// Bytes per element of a typed array type (napi_get_typedarray_info gives
+// a length in elements).
+static size_t ElementBytes(napi_typedarray_type t) {
+  switch (t) {
+    case napi_int8_array: case napi_uint8_array: case napi_uint8_clamped_array: return 1;
+    case napi_int16_array: case napi_uint16_array: return 2;
+    case napi_int32_array: case napi_uint32_array: case napi_float32_array: return 4;
+    default: return 8;  // float64, bigint64, biguint64
+  }
+}
+
+// The packed WRs: a typed array (what the library passes: one Node-API call
+// gives its data at its offset and its length), an ArrayBuffer or a
+// DataView. A detached buffer reads as empty, and decoding refuses it.
 static void BufferArg(const Napi::CallbackInfo& info, const uint8_t** data,
                       size_t* len) {
-  Napi::Value v = info[0];
-  if (v.IsArrayBuffer()) {
-    auto ab = v.As<Napi::ArrayBuffer>();
-    *data = static_cast<const uint8_t*>(ab.Data());
-    *len = ab.ByteLength();
-  } else if (v.IsTypedArray()) {
-    auto ta = v.As<Napi::TypedArray>();
-    *data = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    *len = ta.ByteLength();
-  } else if (v.IsDataView()) {
-    auto dv = v.As<Napi::DataView>();
-    *data = static_cast<const uint8_t*>(dv.ArrayBuffer().Data()) + dv.ByteOffset();
-    *len = dv.ByteLength();
+  napi_env env = info.Env();
+  napi_value v = info[0];
+  bool is = false;
+  void* p = nullptr;
+  if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
+    napi_typedarray_type type;
+    size_t n = 0;
+    if (napi_get_typedarray_info(env, v, &type, &n, &p, nullptr, nullptr) != napi_ok) {
+      throw Napi::Error::New(info.Env());
+    }
+    *data = static_cast<const uint8_t*>(p);
+    *len = p ? n * ElementBytes(type) : 0;
+  } else if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
+    if (napi_get_arraybuffer_info(env, v, &p, len) != napi_ok) throw Napi::Error::New(info.Env());
+    *data = static_cast<const uint8_t*>(p);
+  } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
+    size_t offset = 0;
+    if (napi_get_dataview_info(env, v, len, &p, nullptr, &offset) != napi_ok) throw Napi::Error::New(info.Env());
+    *data = static_cast<const uint8_t*>(p);
   } else {
     throw Napi::TypeError::New(info.Env(), "packed work requests must be an ArrayBuffer or a view");
   }
+  if (!*data) *len = 0;
 }
 
 static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'crypto';
 import { openDevice, WC_FLAGS } from '../../src';
+import { WrEncoder } from '../../src/verbs/work-request';
 import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../support/device';
 import { wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from '../support/verbs-checks';
 
@@ -184,6 +185,40 @@ describe('QP operations', () => {
       expect(s).toMatchObject({ wrId: 8n, status: 'SUCCESS', opcode: 'SEND', qpNum: p.a.qpNum });
       expect(dst.buffer.subarray(0, 1000).equals(data)).toBe(true);
       expect(dst.buffer.subarray(1000).every((x) => x === 0)).toBe(true);
+    } finally {
+      p.close();
+    }
+  });
+
+  it('the addon reads packed WRs from any view at its offset (Uint8Array, Uint32Array, DataView) or an ArrayBuffer; a detached one is a RangeError', async () => {
+    const p = makePair();
+    try {
+      const src = region(p.pd, 64, undefined, 5);
+      const dst = region(p.pd, 5 * 64);
+      // One receive packed as the library packs it: a 16-byte header and one
+      // 16-byte scatter/gather entry (src/native/wr_codec.h).
+      const packed = (wrId: number): Uint8Array => {
+        const encoder = new WrEncoder();
+        expect(encoder.encodeRecv({ wrId, sg: { mr: dst, offset: (wrId - 1) * 64, length: 64 } })).toBe(1);
+        return encoder.bytes.slice(0, 32);
+      };
+      const atOffset = new Uint8Array(40);
+      atOffset.set(packed(1), 8);
+      const words = new Uint32Array(packed(2).buffer);
+      const viewBuffer = new ArrayBuffer(48);
+      new Uint8Array(viewBuffer).set(packed(3), 16);
+      const containers = [atOffset.subarray(8), words, new DataView(viewBuffer, 16, 32), packed(4).buffer];
+      for (const c of containers) p.b.native.postRecv(c, 1);
+      for (let i = 0; i < 4; i++) p.a.postSend({ wrId: 10 + i, sg: { mr: src, length: 8 + i }, signaled: false });
+      const got = await wcs(p.cqB, 4);
+      expect(got.map((w) => [w.wrId, w.status, w.byteLen])).toEqual([[1n, 'SUCCESS', 8], [2n, 'SUCCESS', 9], [3n, 'SUCCESS', 10], [4n, 'SUCCESS', 11]]);
+      for (let i = 0; i < 4; i++) {
+        expect(dst.buffer.subarray(i * 64, i * 64 + 8 + i).every((x) => x === 5)).toBe(true);
+        expect(dst.buffer[i * 64 + 8 + i]).toBe(0);
+      }
+      const detached = packed(5);
+      structuredClone(detached.buffer, { transfer: [detached.buffer] });
+      expectThrow(() => p.b.native.postRecv(detached, 1), 'RangeError');
     } finally {
       p.close();
     }

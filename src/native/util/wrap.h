@@ -13,6 +13,7 @@
 #include "addon.h"
 #include "util/closable.h"
 #include "util/errors.h"
+#include "util/wrap_registry.h"
 
 namespace rxv {
 
@@ -62,13 +63,17 @@ constexpr const char* kParentKey = "__rxvParent";
 // ObjectWrap::Unwrap casts whatever object it is given. So every verbs wrap
 // derives from TaggedWrap<T> instead of Napi::ObjectWrap<T>:
 // - its constructor tags the new JS object with T::kTypeTag (one distinct
-//   128-bit napi_type_tag per class, declared next to T::kClassName);
+//   128-bit napi_type_tag per class, declared next to T::kClassName) and
+//   registers the native object with the same tag in the wrap registry,
+//   which its destructor leaves;
 // - InstanceMethod / InstanceAccessor below hide ObjectWrap's of the same
 //   names, so every method, getter and setter a class lists in Init checks
-//   its receiver's tag before unwrapping (a wrong receiver is a TypeError);
-// - Unwrap (hiding ObjectWrap's too) and UnwrapArg accept only objects
-//   carrying T's tag; no JS runs during the check (unlike instanceof, which
-//   walks prototypes through Proxy traps and Symbol.hasInstance);
+//   its receiver before using it (a wrong receiver is a TypeError);
+// - Unwrap (hiding ObjectWrap's too) and UnwrapArg accept only objects whose
+//   wrapped pointer is a live object registered with T's tag; no JS runs
+//   during the check (unlike instanceof, which walks prototypes through
+//   Proxy traps and Symbol.hasInstance), and it costs one private-symbol
+//   lookup (the wrap), where reading the JS object's tag would cost a second;
 // - MakeToken / TakeToken carry the provider object from New() to the
 //   constructor in an External tagged for T only, so `new binding.Cq(x)`
 //   with any other External is a TypeError, not a cast.
@@ -121,13 +126,14 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
       throw Napi::TypeError::New(info.Env(), std::string(T::kClassName) +
                                                  " cannot be constructed on this object");
     }
+    wrap_registry::Add(registered_, T::kTypeTag);
   }
+  ~TaggedWrap() { wrap_registry::Remove(registered_); }
 
-  // The native object behind `v`, or nullptr when `v` does not carry T's tag.
+  // The native object behind `v`, or nullptr when `v` is not a live T's wrapper.
   static T* FromValue(napi_env env, napi_value v) {
-    if (!HasTag(env, v, T::kTypeTag)) return nullptr;
     void* p = nullptr;
-    if (napi_unwrap(env, v, &p) != napi_ok) return nullptr;
+    if (napi_unwrap(env, v, &p) != napi_ok || !wrap_registry::Holds(p, T::kTypeTag)) return nullptr;
     return static_cast<T*>(p);
   }
 
@@ -186,6 +192,9 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
   }
 
  private:
+  // ObjectWrap wrapped this object's address as a T* (what napi_unwrap gives).
+  const void* const registered_ = static_cast<T*>(this);
+
   static T* Receiver(const Napi::CallbackInfo& info) {
     T* self = FromValue(info.Env(), info.This());
     if (!self) {
