@@ -81,6 +81,64 @@ const FLAG_SIGNALED = 2;
 const FLAG_SOLICITED = 4;
 const FLAG_INLINE = 8;
 
+/** What errors call the fields of one scatter/gather entry (`wr[0].sg`, `wr[0].sg[1]`, ...). */
+interface SgeNames {
+  at: string;
+  offset: string;
+  length: string;
+  addr: string;
+  lkey: string;
+}
+
+/** What errors call the fields of WR i. */
+interface WrNames {
+  wr: string;
+  wrId: string;
+  signaled: string;
+  solicited: string;
+  inline: string;
+  imm: string;
+  remoteAddr: string;
+  remoteRkey: string;
+  /** `remote`, as an RDMA or atomic opcode requires it, by opcode (made on first use). */
+  remoteFor: Record<string, string>;
+  /** The entry of `sg` given alone. */
+  sg: SgeNames;
+  /** Entry k of `sg` given as an array, made on first use. */
+  sgAt: SgeNames[];
+}
+
+function sgeNames(at: string): SgeNames {
+  return { at, offset: `${at}.offset`, length: `${at}.length`, addr: `${at}.addr`, lkey: `${at}.lkey` };
+}
+
+function wrNames(i: number): WrNames {
+  const wr = `wr[${i}]`;
+  const n = (field: string) => `${wr}.${field}`;
+  return {
+    wr,
+    wrId: n('wrId'),
+    signaled: n('signaled'),
+    solicited: n('solicited'),
+    inline: n('inline'),
+    imm: n('imm'),
+    remoteAddr: n('remote.addr'),
+    remoteRkey: n('remote.rkey'),
+    remoteFor: {},
+    sg: sgeNames(n('sg')),
+    sgAt: [],
+  };
+}
+
+// The names are made once per index and kept: building them on every post
+// (a dozen strings) cost a fifth of a small post's instructions, and posts
+// name the same few indices over and over. Indices past the cache get
+// fresh names.
+const NAMED = 64;
+const namesCache: WrNames[] = [];
+const namesOf = (i: number): WrNames => (i < NAMED ? (namesCache[i] ??= wrNames(i)) : wrNames(i));
+const sgNamesOf = (names: WrNames, k: number): SgeNames => (names.sgAt[k] ??= sgeNames(`${names.sg.at}[${k}]`));
+
 /** A u64 read from the user: a number (a safe integer) is kept as one, no BigInt made. */
 type U64 = bigint | number;
 
@@ -210,11 +268,12 @@ function readAll<W, R>(wrs: W | readonly W[], read: (wr: W, i: number) => R): R[
 }
 
 function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
-  const where = `wr[${i}]`;
+  const names = namesOf(i);
+  const where = names.wr;
   checkObject(wr, where);
   const { wrId: rawId, opcode: rawOpcode, sg, signaled, solicited, inline, imm: rawImm, remote: rawRemote, compareAdd: rawCompareAdd, swap: rawSwap } = wr;
   const { ah, remoteQpn, remoteQkey } = wr;
-  const wrId = checkU64(rawId, `${where}.wrId`);
+  const wrId = checkU64(rawId, names.wrId);
   const opcodeName = rawOpcode ?? 'SEND';
   const opcode = WR_OPCODES[opcodeName as WrOpcode];
   if (opcode === undefined) {
@@ -222,21 +281,21 @@ function readSend(wr: SendWr, i: number, ahs?: NativeAh[]): ResolvedSend {
   }
   const isAtomic = opcodeName === 'ATOMIC_CMP_AND_SWP' || opcodeName === 'ATOMIC_FETCH_AND_ADD';
   // An atomic writes one word: an entry without a length means those 8 bytes.
-  const sges = normaliseSg(sg, `${where}.sg`, isAtomic ? ATOMIC_BYTES : undefined);
+  const sges = normaliseSg(sg, names, isAtomic ? ATOMIC_BYTES : undefined);
   let flags = 0;
-  if (optBool(signaled, `${where}.signaled`, true)) flags |= FLAG_SIGNALED;
-  if (optBool(solicited, `${where}.solicited`, false)) flags |= FLAG_SOLICITED;
-  if (optBool(inline, `${where}.inline`, false)) flags |= FLAG_INLINE;
+  if (optBool(signaled, names.signaled, true)) flags |= FLAG_SIGNALED;
+  if (optBool(solicited, names.solicited, false)) flags |= FLAG_SOLICITED;
+  if (optBool(inline, names.inline, false)) flags |= FLAG_INLINE;
   const needsImm = opcodeName === 'SEND_WITH_IMM' || opcodeName === 'RDMA_WRITE_WITH_IMM';
-  const imm = rawImm === undefined ? 0 : checkInt(rawImm, `${where}.imm`, 0, 0xffffffff);
+  const imm = rawImm === undefined ? 0 : checkInt(rawImm, names.imm, 0, 0xffffffff);
   if (needsImm && rawImm === undefined) throw new TypeError(`${where}.imm is required for ${opcodeName}`);
   let remoteAddr: U64 = 0;
   let rkey = 0;
   if (!ahs && (opcodeName.startsWith('RDMA_') || isAtomic)) {
-    const remote = checkObject(rawRemote, `${where}.remote (required for ${opcodeName})`);
+    const remote = checkObject(rawRemote, (names.remoteFor[opcodeName] ??= `${where}.remote (required for ${opcodeName})`));
     const { addr, rkey: rawRkey } = remote;
-    remoteAddr = checkU64(addr, `${where}.remote.addr`);
-    rkey = checkInt(rawRkey, `${where}.remote.rkey`, 0, 0xffffffff);
+    remoteAddr = checkU64(addr, names.remoteAddr);
+    rkey = checkInt(rawRkey, names.remoteRkey, 0, 0xffffffff);
   }
   if (ahs) ({ remoteAddr, rkey } = packUdTarget(where, opcodeName, { ah, remoteQpn, remoteQkey }, ahs));
   else if (ah !== undefined) throw new TypeError(`${where}.ah is for UD queue pairs only`);
@@ -270,10 +329,10 @@ function checkWord(value: unknown, what: string): bigint {
 }
 
 function readRecv(wr: RecvWr, i: number): ResolvedRecv {
-  const where = `wr[${i}]`;
-  checkObject(wr, where);
+  const names = namesOf(i);
+  checkObject(wr, names.wr);
   const { wrId: rawId, sg } = wr;
-  return { wrId: checkU64(rawId, `${where}.wrId`), sges: normaliseSg(sg, `${where}.sg`) };
+  return { wrId: checkU64(rawId, names.wrId), sges: normaliseSg(sg, names) };
 }
 
 interface ResolvedSge {
@@ -282,28 +341,30 @@ interface ResolvedSge {
   lkey: number;
 }
 
-function normaliseSg(sg: SgEntry | SgEntry[] | undefined, where: string, defaultLength?: number): ResolvedSge[] {
+function normaliseSg(sg: SgEntry | SgEntry[] | undefined, names: WrNames, defaultLength?: number): ResolvedSge[] {
+  const where = names.sg.at;
   if (sg === undefined) throw new TypeError(`${where} is required: { mr, offset, length } or an array of them`);
-  if (!Array.isArray(sg)) return [readSge(sg, where, defaultLength)];
+  if (!Array.isArray(sg)) return [readSge(sg, names.sg, defaultLength)];
   const n = sg.length;
   if (n > 64) throw new RangeError(`${where} has ${n} entries; at most 64`);
   // A copy: the caller's array is read once, whatever its getters do.
   const list: SgEntry[] = new Array(n);
   for (let k = 0; k < n; k++) list[k] = sg[k];
   const out: ResolvedSge[] = new Array(n);
-  for (let k = 0; k < n; k++) out[k] = readSge(list[k], `${where}[${k}]`, defaultLength);
+  for (let k = 0; k < n; k++) out[k] = readSge(list[k], sgNamesOf(names, k), defaultLength);
   return out;
 }
 
-/** One scatter/gather entry, `at` naming it in errors. */
-function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSge {
+/** One scatter/gather entry, `names` naming it and its fields in errors. */
+function readSge(entry: SgEntry, names: SgeNames, defaultLength?: number): ResolvedSge {
+  const at = names.at;
   checkObject(entry, at);
   if (isRawSge(entry)) {
     const { addr, length, lkey } = entry;
     return {
-      addr: checkU64(addr, `${at}.addr`),
-      length: checkInt(length, `${at}.length`, 0, 0xffffffff),
-      lkey: checkInt(lkey, `${at}.lkey`, 0, 0xffffffff),
+      addr: checkU64(addr, names.addr),
+      length: checkInt(length, names.length, 0, 0xffffffff),
+      lkey: checkInt(lkey, names.lkey, 0, 0xffffffff),
     };
   }
   const { mr, offset: rawOffset, length: rawLength } = entry;
@@ -313,11 +374,11 @@ function readSge(entry: SgEntry, at: string, defaultLength?: number): ResolvedSg
     err.code = 'EBADF';
     throw err;
   }
-  const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, `${at}.offset`, 0, mr.length);
+  const offset = rawOffset === undefined ? 0 : checkInt(rawOffset, names.offset, 0, mr.length);
   const length =
     rawLength === undefined
       ? (defaultLength ?? mr.length - offset)
-      : checkInt(rawLength, `${at}.length`, 0, 0xffffffff);
+      : checkInt(rawLength, names.length, 0, 0xffffffff);
   if (offset + length > mr.length) {
     throw new RangeError(`${at}: offset ${offset} + length ${length} is past the end of the region (${mr.length} bytes)`);
   }

@@ -207,7 +207,7 @@ describe('QP operations', () => {
       const words = new Uint32Array(packed(2).buffer);
       const viewBuffer = new ArrayBuffer(48);
       new Uint8Array(viewBuffer).set(packed(3), 16);
-      const containers = [atOffset.subarray(8), words, new DataView(viewBuffer, 16, 32), packed(4).buffer];
+      const containers = [atOffset.subarray(8), words, new DataView(viewBuffer, 16, 32), packed(4).buffer as ArrayBuffer];
       for (const c of containers) p.b.native.postRecv(c, 1);
       for (let i = 0; i < 4; i++) p.a.postSend({ wrId: 10 + i, sg: { mr: src, length: 8 + i }, signaled: false });
       const got = await wcs(p.cqB, 4);
