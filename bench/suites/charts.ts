@@ -31,7 +31,7 @@ const BAR_WIDTH = 340;
 
 // A fixed colour per variant, so that one variant looks the same in every
 // chart of the page and of every page.
-const LATENCY_VARIANTS = ['native-event', 'rxv-fast-event', 'rxv-operators-event', 'native-busy-poll', 'rxv-spin', 'native-spin', 'native-event-loop', 'native-event-loop-js'];
+const LATENCY_VARIANTS = ['native-event', 'rxv-fast-event', 'rxv-operators-event', 'native-busy-poll', 'rxv-spin', 'native-spin', 'native-event-loop', 'native-event-loop-js', 'native-event-loop-js-calls'];
 const THROUGHPUT_VARIANTS = ['native', 'fast', 'operators', 'naive', 'loop', 'loop-js'];
 const PALETTE = ['#4c78a8', '#f58518', '#54a24b', '#b279a2', '#e45756', '#72b7b2', '#9d755d', '#bab0ac'];
 const variantColor = (known: string[], seen: string[]) => {

@@ -130,10 +130,15 @@ export function pingNative(cfg: RunConfig, mode: 'event' | 'poll' | 'spin', iter
  * no JS until the end: the floor of an event-mode round trip in a Node.js
  * process. With `js`, each completion is also handed to a JS function that
  * reads it (status, opcode, wr_id) before the native side reposts: the
- * floor of a library that delivers completions to JS.
+ * floor of a library that delivers completions to JS. With `calls`, that
+ * function also makes two Node-API calls into the product addon (a getter
+ * of a device context: a receiver check and a return), standing for the
+ * two posts a handler makes in JS: what crossing into native costs.
  */
-export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number, js = false): Promise<Float64Array> {
-  return new Promise((resolve, reject) => {
+export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number, js: false | 'js' | 'calls' = false): Promise<Float64Array> {
+  // Its own device (soft0 is always there): only its calls count.
+  const callee = js === 'calls' ? openDevice('soft0') : undefined;
+  return new Promise<Float64Array>((resolve, reject) => {
     let handle: BenchHandle | undefined;
     let bad = 0;
     let seen = 0;
@@ -157,13 +162,18 @@ export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number, js
       if (status !== 0) bad++;
       if (opcode === WC_OPCODES.RECV && wrIdLow < 16) seen++;
     };
+    const withCalls = (status: number, opcode: number, wrIdLow: number) => {
+      onCompletion(status, opcode, wrIdLow);
+      if (callee?.native.closed || callee?.native.closed) bad++;
+    };
     try {
-      handle = native().pingLoopStart({ device: cfg.device, ...gidArg(cfg), iters, warmup, callback, ...(js ? { onCompletion } : {}) });
+      const each = js === 'calls' ? withCalls : js ? onCompletion : undefined;
+      handle = native().pingLoopStart({ device: cfg.device, ...gidArg(cfg), iters, warmup, callback, ...(each ? { onCompletion: each } : {}) });
     } catch (err) {
       clearTimeout(timer);
       reject(err);
     }
-  });
+  }).finally(() => callee?.close());
 }
 
 export async function latency(cfg: RunConfig) {
@@ -185,7 +195,9 @@ export async function latency(cfg: RunConfig) {
     ['native-event-loop', (w) => pingNativeLoop(cfg, per, w)],
     // The floor of a library that hands completions to JS: the above, and
     // one JS call per completion before the native side reposts.
-    ['native-event-loop-js', (w) => pingNativeLoop(cfg, per, w, true)],
+    ['native-event-loop-js', (w) => pingNativeLoop(cfg, per, w, 'js')],
+    // ... and two Node-API calls from that JS, as a handler's two posts.
+    ['native-event-loop-js-calls', (w) => pingNativeLoop(cfg, per, w, 'calls')],
     ['rxv-fast-event', (w) => pingJs(cfg, 'fast', per, w, 0)],
     ['rxv-operators-event', (w) => pingJs(cfg, 'operators', per, w, 0)],
     ['native-busy-poll', (w) => pingNative(cfg, 'poll', per, w)],
@@ -205,7 +217,7 @@ export async function latency(cfg: RunConfig) {
       const s = await run(c === 0 ? firstWarmup : warmup);
       samples.set(name, [...(samples.get(name) ?? []), s]);
       const st = stats(name, s);
-      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(20)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
+      cfg.log(`  chunk ${c + 1}/${chunks} ${name.padEnd(26)} p50 ${fmt(st.p50, 1)} us  p99 ${fmt(st.p99, 1)} us`);
     }
   }
   const best: Record<string, LatencyStats> = {};
@@ -223,6 +235,7 @@ export async function latency(cfg: RunConfig) {
     p50RatioToNative: ev.p50 / best['native-event'].p50,
     loopP50RatioToNative: best['native-event-loop'].p50 / best['native-event'].p50,
     loopJsP50RatioToNative: best['native-event-loop-js'].p50 / best['native-event'].p50,
+    loopJsCallsP50RatioToNative: best['native-event-loop-js-calls'].p50 / best['native-event'].p50,
     p99OverP50: ev.p99 / ev.p50,
     spinP50OverEventP50: best['rxv-spin'].p50 / ev.p50,
     spinP99OverP50: best['rxv-spin'].p99 / best['rxv-spin'].p50,

@@ -169,7 +169,7 @@ export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): 
   }
   if (r.latency) {
     const l = r.latency;
-    const base: Record<string, string> = { 'native-event-loop': 'native-event', 'native-event-loop-js': 'native-event', 'rxv-fast-event': 'native-event', 'rxv-operators-event': 'native-event', 'rxv-spin': 'native-busy-poll' };
+    const base: Record<string, string> = { 'native-event-loop': 'native-event', 'native-event-loop-js': 'native-event', 'native-event-loop-js-calls': 'native-event', 'rxv-fast-event': 'native-event', 'rxv-operators-event': 'native-event', 'rxv-spin': 'native-busy-poll' };
     out.push(
       table(
         `\n3. Latency, RC ping-pong round trip in us (spin: take({ spinUs: ${l.spinUs} }))`,
