@@ -164,7 +164,9 @@ export function pingNativeLoop(cfg: RunConfig, iters: number, warmup: number, js
     };
     const withCalls = (status: number, opcode: number, wrIdLow: number) => {
       onCompletion(status, opcode, wrIdLow);
-      if (callee?.native.closed || callee?.native.closed) bad++;
+      // Two calls, whatever the first returns.
+      if (callee?.native.closed) bad++;
+      if (callee?.native.closed) bad++;
     };
     try {
       const each = js === 'calls' ? withCalls : js ? onCompletion : undefined;

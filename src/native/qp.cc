@@ -183,19 +183,16 @@ static void BufferArg(const Napi::CallbackInfo& info, const uint8_t** data,
     if (napi_get_typedarray_info(env, v, &type, &n, &p, nullptr, nullptr) != napi_ok) {
       throw Napi::Error::New(info.Env());
     }
-    *data = static_cast<const uint8_t*>(p);
-    *len = p ? n * ElementBytes(type) : 0;
+    *len = n * ElementBytes(type);
   } else if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
     if (napi_get_arraybuffer_info(env, v, &p, len) != napi_ok) throw Napi::Error::New(info.Env());
-    *data = static_cast<const uint8_t*>(p);
   } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
-    size_t offset = 0;
-    if (napi_get_dataview_info(env, v, len, &p, nullptr, &offset) != napi_ok) throw Napi::Error::New(info.Env());
-    *data = static_cast<const uint8_t*>(p);
+    if (napi_get_dataview_info(env, v, len, &p, nullptr, nullptr) != napi_ok) throw Napi::Error::New(info.Env());
   } else {
     throw Napi::TypeError::New(info.Env(), "packed work requests must be an ArrayBuffer or a view");
   }
-  if (!*data) *len = 0;
+  *data = static_cast<const uint8_t*>(p);
+  if (!p) *len = 0;
 }
 
 static Napi::Error PostError(Napi::Env env, const VerbsError& e, size_t bad) {

@@ -131,9 +131,9 @@ function wrNames(i: number): WrNames {
 }
 
 // The names are made once per index and kept: building them on every post
-// (a dozen strings) cost a fifth of a small post's instructions, and posts
-// name the same few indices over and over. Indices past the cache get
-// fresh names.
+// (a dozen strings, whether or not a check failed) cost about 300
+// instructions a post, and posts name the same few indices over and over.
+// Indices past the cache get fresh names.
 const NAMED = 64;
 const namesCache: WrNames[] = [];
 const namesOf = (i: number): WrNames => (i < NAMED ? (namesCache[i] ??= wrNames(i)) : wrNames(i));
