@@ -184,8 +184,13 @@ export async function latency(cfg: RunConfig) {
   // whose code must be optimized (not interpreted, not being compiled on a
   // worker thread) before it is measured. Scaled down to the 20 round trips
   // of a quick run on rxe0, it measured V8's tiers instead of the library.
+  // V8 tiers a function up by how often it ran, then compiles it on a
+  // worker thread: on rxe0 in the TCG guest the event-mode ping's last hot
+  // function (handleWakeup) was optimized after about 3,700 round trips
+  // (--trace-opt), and its p50 fell by a fifth on the way. 1,000 left every
+  // quick chunk on rxe0 in that phase.
   const warmup = cfg.quick ? 200 : 1000;
-  const firstWarmup = cfg.quick ? 1000 : 3000;
+  const firstWarmup = 5000;
   const chunks = cfg.quick ? 3 : 6;
   const spinUs = 200;
   const per = Math.ceil(iters / chunks);
