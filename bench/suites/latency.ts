@@ -57,8 +57,8 @@ export async function pingJs(cfg: RunConfig, kind: PingKind, iters: number, warm
       const t = performance.now();
       let recv = false;
       for (let i = 0; i < b.length; i++) {
-        if (b.status[i] !== 0) throw new Error(`ping: completion failed with status ${b.status[i]}`);
-        if (b.opcode[i] === WC_OPCODES.RECV) {
+        if (b.statusAt(i) !== 0) throw new Error(`ping: completion failed with status ${b.statusAt(i)}`);
+        if (b.opcodeAt(i) === WC_OPCODES.RECV) {
           qp.postRecv(recvs[b.wrIdLow(i)]);
           recv = true;
         }

@@ -89,6 +89,12 @@ export class WcBatch {
   private slidView: Uint16Array | undefined;
   private slView: Uint8Array | undefined;
   private pathBitsView: Uint8Array | undefined;
+  // The whole buffer as 32-bit words, for the `...At(i)` readers: a batch
+  // from the addon shares its CQ's view of the slab, so reading a field
+  // makes no view per batch (see `WcBatch.inSlab`).
+  private allWords: Uint32Array | undefined;
+  // Where this batch starts in `allWords`.
+  private readonly firstWord: number;
 
   /**
    * Wraps `length` completions laid out in `buffer` from `byteOffset` (see
@@ -109,11 +115,23 @@ export class WcBatch {
     this.length = length;
     this.buffer = buffer;
     this.byteOffset = byteOffset;
+    this.firstWord = byteOffset / 4;
   }
 
   /** A batch over bytes laid out as the class comment says (what the addon hands over). */
   static fromBytes(bytes: Uint8Array): WcBatch {
     return new WcBatch(bytes.buffer as ArrayBuffer, bytes.byteLength / WC_BYTES, bytes.byteOffset);
+  }
+
+  /**
+   * @internal A batch the addon laid out in `bytes`, reading its fields
+   * through `slabWords`: a `Uint32Array` over all of `bytes.buffer`, kept by
+   * the CQ for every batch of that slab.
+   */
+  static inSlab(bytes: Uint8Array, slabWords: Uint32Array): WcBatch {
+    const batch = WcBatch.fromBytes(bytes);
+    batch.allWords = slabWords;
+    return batch;
   }
 
   /** `wr_id` as full 64-bit values (each read makes a BigInt). */
@@ -189,9 +207,71 @@ export class WcBatch {
     return (this.views[k] = new Uint32Array(this.buffer, this.byteOffset + n * 8 + k * n * 4, n));
   }
 
-  /** Low 32 bits of `wr_id` i, as a number (no BigInt made). */
+  /** Low 32 bits of `wr_id` i, as a number (no BigInt made); `undefined` out of range. */
   wrIdLow(i: number): number {
-    return this.wrIdWords[2 * i];
+    return this.inRange(i) ? this.words()[this.firstWord + 2 * i] : (undefined as unknown as number);
+  }
+
+  // The `...At(i)` readers: one field of completion i, read in place. A
+  // handler that reads a few fields of a small batch this way makes no
+  // typed array at all; the column getters make one view per column per
+  // batch (cheaper per field once a batch is large). Like a typed array's
+  // index, they give `undefined` for an i out of range.
+
+  /** `status` of completion i (0 is success). */
+  statusAt(i: number): number {
+    return this.column32At(0, i);
+  }
+
+  /** `opcode` of completion i. */
+  opcodeAt(i: number): number {
+    return this.column32At(1, i);
+  }
+
+  /** `byteLen` of completion i. */
+  byteLenAt(i: number): number {
+    return this.column32At(2, i);
+  }
+
+  /** `imm` of completion i (host order). */
+  immAt(i: number): number {
+    return this.column32At(3, i);
+  }
+
+  /** `qpNum` of completion i. */
+  qpNumAt(i: number): number {
+    return this.column32At(4, i);
+  }
+
+  /** `srcQp` of completion i. */
+  srcQpAt(i: number): number {
+    return this.column32At(5, i);
+  }
+
+  /** `flags` of completion i. */
+  flagsAt(i: number): number {
+    return this.column32At(6, i);
+  }
+
+  /** `vendorErr` of completion i. */
+  vendorErrAt(i: number): number {
+    return this.column32At(7, i);
+  }
+
+  // Word k*n + i after the 2n words of wr_id: column k of completion i.
+  private column32At(k: number, i: number): number {
+    const n = this.length;
+    return this.inRange(i) ? this.words()[this.firstWord + 2 * n + k * n + i] : (undefined as unknown as number);
+  }
+
+  // An index check first: the words view spans the whole buffer, which may
+  // hold other batches (and a string index would be concatenated).
+  private inRange(i: number): boolean {
+    return Number.isInteger(i) && i >= 0 && i < this.length;
+  }
+
+  private words(): Uint32Array {
+    return (this.allWords ??= new Uint32Array(this.buffer, 0, this.buffer.byteLength >>> 2));
   }
 
   /** The empty batch (shared: there is nothing in it to change, and its buffer cannot be detached). */

@@ -35,6 +35,10 @@ export class Cq implements CqLike {
   private source: HotSource<WcBatch> | undefined;
   private pollMax = 256;
   private failure: Error | undefined;
+  // The addon's current slab and its words view, shared by the batches
+  // carved from it (see batchOf).
+  private slab: ArrayBufferLike | undefined;
+  private slabWords: Uint32Array | undefined;
 
   /** @internal */
   constructor(native: NativeCq, context: Context, channel: CompletionChannel | undefined, userContext: unknown) {
@@ -76,7 +80,7 @@ export class Cq implements CqLike {
   /** Takes up to `max` completions (default 64) without blocking (`ibv_poll_cq`). */
   poll(max = 64): WcBatch {
     const buf = this.native.poll(max);
-    return buf === null ? WcBatch.empty() : WcBatch.fromBytes(buf);
+    return buf === null ? WcBatch.empty() : this.batchOf(buf);
   }
 
   /** Acknowledges `n` events read from the channel for this CQ (`ibv_ack_cq_events`). */
@@ -121,7 +125,7 @@ export class Cq implements CqLike {
             channel.release();
             throw this.failureFor(err as Error);
           }
-          if (first) source.push(WcBatch.fromBytes(first));
+          if (first) source.push(this.batchOf(first));
         },
         stop: () => {
           if (retained) {
@@ -161,15 +165,29 @@ export class Cq implements CqLike {
       this.fail(failure);
       throw failure;
     }
-    return buf === null ? undefined : WcBatch.fromBytes(buf);
+    return buf === null ? undefined : this.batchOf(buf);
   }
 
   /** @internal The watcher's fast-path delivery. */
   deliver(payload: Uint8Array | Error): void {
     if (!this.source) return;
     // Checked by kind, not instanceof: the addon's values may come from another realm.
-    if (isUint8Array(payload)) this.source.push(WcBatch.fromBytes(payload));
+    if (isUint8Array(payload)) this.source.push(this.batchOf(payload));
     else this.source.error(this.failureFor(payload));
+  }
+
+  /**
+   * A batch the addon made in this CQ's slab. Its field readers share one
+   * view of the slab, made when a new slab appears (every few hundred
+   * batches), not one per batch.
+   */
+  private batchOf(bytes: Uint8Array): WcBatch {
+    const slab = bytes.buffer;
+    if (slab !== this.slab || this.slabWords === undefined) {
+      this.slab = slab;
+      this.slabWords = new Uint32Array(slab, 0, slab.byteLength >>> 2);
+    }
+    return WcBatch.inSlab(bytes, this.slabWords);
   }
 
   /** @internal An async event said this CQ is broken or the device died. */

@@ -30,7 +30,15 @@ describe('WcBatch', () => {
           ]);
           expect([b.slid[i], b.sl[i], b.dlidPathBits[i]]).toEqual([wc.slid, wc.sl, wc.dlidPathBits]);
           expect(b.at(i)).toMatchObject({ slid: wc.slid, sl: wc.sl, dlidPathBits: wc.dlidPathBits, srcQp: wc.srcQp });
+          expect([b.statusAt(i), b.opcodeAt(i), b.byteLenAt(i), b.immAt(i), b.qpNumAt(i), b.srcQpAt(i), b.flagsAt(i), b.vendorErrAt(i)]).toEqual([
+            wc.status, wc.opcode, wc.byteLen, wc.imm, wc.qpNum, wc.srcQp, wc.flags, wc.vendorErr,
+          ]);
         });
+        for (const i of [-1, wcs.length, 0.5, NaN]) {
+          expect(b.statusAt(i)).toBeUndefined();
+          expect(b.vendorErrAt(i)).toBeUndefined();
+          expect(b.wrIdLow(i)).toBeUndefined();
+        }
       }),
     );
   });
@@ -81,11 +89,46 @@ describe('WcBatch', () => {
     expect(b.at(0)).toMatchObject({ wrId: 7n, status: 'LOC_PROT_ERR', byteLen: 9, slid: 0x1234, sl: 5, dlidPathBits: 3 });
   });
 
+  it('reads fields in place through one view shared by the batches of a slab, each batch only its own', () => {
+    const parts = [
+      [{ wrId: 1, status: 5, opcode: 128, byteLen: 7, imm: 9 }],
+      [{ wrId: 2, status: 0, opcode: 0, byteLen: 64, qpNum: 17 }, { wrId: 3, status: 12, opcode: 1, vendorErr: 99, flags: 1 }],
+    ];
+    // Laid out back to back in one slab, 8-byte aligned, as the addon does.
+    const slab = new ArrayBuffer(4096);
+    const words = new Uint32Array(slab);
+    let at = 40;
+    const batches = parts.map((p) => {
+      const src = WcBatch.from(p);
+      new Uint8Array(slab, at).set(new Uint8Array(src.buffer, src.byteOffset, p.length * WC_BYTES));
+      const b = WcBatch.inSlab(new Uint8Array(slab, at, p.length * WC_BYTES), words);
+      at += p.length * WC_BYTES;
+      return b;
+    });
+    parts.forEach((p, k) => {
+      const b = batches[k];
+      p.forEach((wc, i) => {
+        expect(b.wrIdLow(i)).toBe(wc.wrId);
+        expect([b.statusAt(i), b.opcodeAt(i), b.byteLenAt(i)]).toEqual([wc.status, wc.opcode, wc.byteLen ?? 0]);
+        expect([b.immAt(i), b.qpNumAt(i), b.flagsAt(i), b.vendorErrAt(i)]).toEqual([b.imm[i], b.qpNum[i], b.flags[i], b.vendorErr[i]]);
+      });
+      // Not the neighbour's completions.
+      expect(b.statusAt(p.length)).toBeUndefined();
+      expect(b.opcodeAt(-1)).toBeUndefined();
+    });
+    // A transferred slab reads as nothing, as a column made before does.
+    const status = batches[1].status;
+    structuredClone(slab, { transfer: [slab] });
+    expect(batches[1].statusAt(0)).toBeUndefined();
+    expect(status[0]).toBeUndefined();
+  });
+
   it('rejects a bad length, offset or short buffer with a RangeError', () => {
     expect(() => new WcBatch(new ArrayBuffer(WC_BYTES), -1)).toThrow(RangeError);
     expect(() => new WcBatch(new ArrayBuffer(2 * WC_BYTES), 1, 4)).toThrow(RangeError);
     expect(() => new WcBatch(new ArrayBuffer(WC_BYTES), 2)).toThrow(RangeError);
     expect(WcBatch.empty().length).toBe(0);
     expect(WcBatch.empty().at(0)).toBeUndefined();
+    expect(WcBatch.empty().statusAt(0)).toBeUndefined();
   });
 });
