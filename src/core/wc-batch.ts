@@ -124,12 +124,13 @@ export class WcBatch {
   }
 
   /**
-   * @internal A batch the addon laid out in `bytes`, reading its fields
-   * through `slabWords`: a `Uint32Array` over all of `bytes.buffer`, kept by
-   * the CQ for every batch of that slab.
+   * @internal A batch of `length` completions the addon laid out at
+   * `byteOffset` of its slab `buffer`, reading its fields through
+   * `slabWords`: a `Uint32Array` over all of `buffer`, kept by the CQ for
+   * every batch of that slab.
    */
-  static inSlab(bytes: Uint8Array, slabWords: Uint32Array): WcBatch {
-    const batch = WcBatch.fromBytes(bytes);
+  static inSlab(buffer: ArrayBuffer, length: number, byteOffset: number, slabWords: Uint32Array): WcBatch {
+    const batch = new WcBatch(buffer, length, byteOffset);
     batch.allWords = slabWords;
     return batch;
   }

@@ -133,21 +133,28 @@ export interface NativeQpCap {
   maxInlineData: number;
 }
 
-/** What servicing one fast-path CQ gave: its batch's bytes, or the Error it failed with. */
-export type NativeFastResult = Uint8Array | Error;
+/**
+ * What servicing one fast-path CQ gave: the CQ's slab, holding its batch
+ * (see the counts and offsets beside it), or the Error it failed with.
+ */
+export type NativeFastResult = ArrayBuffer | Error;
 
 /**
  * Receives channel wakeups, one call per wakeup: the CQs of explicit events
- * (one entry per event), and the fast-path CQs serviced with their results.
- * Several serviced CQs come as parallel arrays (`fastResults[i]` is
- * `fastCqs[i]`'s); the common single one comes as the CQ and its result
- * themselves, which spares the addon two arrays per wakeup.
+ * (one entry per event), and the fast-path CQs serviced with their results:
+ * `counts[i]` completions at byte `byteOffsets[i]` of the slab
+ * `fastResults[i]`, or, with a count of 0, the Error it failed with.
+ * Several serviced CQs come as parallel arrays; the common single one comes
+ * as the CQ, its result and two numbers themselves, which spares the addon
+ * four arrays per wakeup, and batches come as numbers, not typed arrays.
  */
 export interface WakeupOwner {
   handleWakeup(
     events: NativeCq[] | null,
     fastCqs: NativeCq | NativeCq[] | null,
     fastResults: NativeFastResult | NativeFastResult[] | null,
+    byteOffsets: number | number[] | null,
+    counts: number | number[] | null,
   ): void;
 }
 

@@ -137,7 +137,7 @@ CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   }
 }
 
-bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results) {
+bool ChannelWrap::ServiceFast(napi_env env, napi_value* out) {
   if (fast_.empty()) return false;
   std::vector<CqWrap*> todo;
   todo.swap(fast_);
@@ -148,25 +148,33 @@ bool ChannelWrap::ServiceFast(napi_env env, napi_value* cqs, napi_value* results
     if (w->closed()) continue;
     napi_value cq = LiveWrapper(env, *w);
     if (!cq) continue;
-    napi_value r = w->Service(env);
-    if (r) served_.push_back({cq, r});
+    SlabBatch r = w->Service(env);
+    if (r.value) served_.push_back({cq, r});
   }
   todo.clear();
   fast_.swap(todo);  // keep the capacity
   if (served_.empty()) return false;
   if (served_.size() == 1) {
     // The common wakeup: one CQ on the channel had completions. Handing the
-    // pair over as is spares two arrays per wakeup.
-    *cqs = served_[0].first;
-    *results = served_[0].second;
-    return true;
+    // values over as they are spares four arrays per wakeup.
+    const SlabBatch& b = served_[0].second;
+    out[0] = served_[0].first;
+    out[1] = b.value;
+    return napi_create_uint32(env, b.offset, &out[2]) == napi_ok &&
+           napi_create_uint32(env, b.count, &out[3]) == napi_ok;
   }
   const size_t k = served_.size();
-  bool ok = napi_create_array_with_length(env, k, cqs) == napi_ok &&
-            napi_create_array_with_length(env, k, results) == napi_ok;
+  bool ok = true;
+  for (size_t a = 0; ok && a < kFastArgs; a++) ok = napi_create_array_with_length(env, k, &out[a]) == napi_ok;
   for (size_t i = 0; ok && i < k; i++) {
-    ok = napi_set_element(env, *cqs, uint32_t(i), served_[i].first) == napi_ok &&
-         napi_set_element(env, *results, uint32_t(i), served_[i].second) == napi_ok;
+    const SlabBatch& b = served_[i].second;
+    napi_value offset = nullptr, count = nullptr;
+    ok = napi_create_uint32(env, b.offset, &offset) == napi_ok &&
+         napi_create_uint32(env, b.count, &count) == napi_ok &&
+         napi_set_element(env, out[0], uint32_t(i), served_[i].first) == napi_ok &&
+         napi_set_element(env, out[1], uint32_t(i), b.value) == napi_ok &&
+         napi_set_element(env, out[2], uint32_t(i), offset) == napi_ok &&
+         napi_set_element(env, out[3], uint32_t(i), count) == napi_ok;
   }
   return ok;
 }
@@ -190,15 +198,17 @@ Napi::Value ChannelWrap::TryGetEvent(const Napi::CallbackInfo& info) {
       }
     }
   });
-  napi_value argv[3] = {env.Null(), nullptr, nullptr};
-  if (ServiceFast(env, &argv[1], &argv[2])) poller_.CallNow(env, 3, argv);
+  napi_value argv[1 + kFastArgs] = {env.Null()};
+  if (ServiceFast(env, &argv[1])) poller_.CallNow(env, 1 + kFastArgs, argv);
   return found ? Napi::Value(found->Value()) : env.Null();
 }
 
 // setOwner(owner): wakeups go to owner.handleWakeup(events: Cq[] | null,
-// fastCqs, fastResults), one call per wakeup: the fast-path CQs serviced and
-// their results (Uint8Array | Error), as parallel arrays (fastResults[i] is
-// fastCqs[i]'s), or the one CQ and its result as they are, or both null.
+// fastCqs, fastResults, byteOffsets, counts), one call per wakeup: the
+// fast-path CQs serviced and their results (the slab ArrayBuffer holding
+// counts[i] completions at byteOffsets[i], or an Error with count 0), as
+// parallel arrays (fastResults[i] is fastCqs[i]'s), or the one CQ, its
+// result and two numbers as they are, or all four null.
 Napi::Value ChannelWrap::SetOwner(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Function handler = Poller::HandlerOf(env, info[0], "handleWakeup");
@@ -264,7 +274,7 @@ void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
     poller_.Failed(e);  // what was read still goes out
   }
   if (!out.read_any) return;
-  napi_value events, fast_cqs = nullptr, fast_results = nullptr;
+  napi_value events;
   napi_get_null(env, &events);
   bool ok = true;
   uint32_t n_explicit = 0;
@@ -276,16 +286,13 @@ void ChannelWrap::Read(napi_env env, Poller::Wakeup& out) {
     }
     if (n_explicit == 0) napi_get_null(env, &events);
   }
-  bool fast = ok && ServiceFast(env, &fast_cqs, &fast_results);
+  bool fast = ok && ServiceFast(env, &out.argv[1]);
   if (!ok || (!fast && n_explicit == 0)) return;
   if (!fast) {
-    napi_get_null(env, &fast_cqs);
-    napi_get_null(env, &fast_results);
+    for (size_t a = 1; a <= kFastArgs; a++) napi_get_null(env, &out.argv[a]);
   }
-  out.argc = 3;
+  out.argc = 1 + kFastArgs;
   out.argv[0] = events;
-  out.argv[1] = fast_cqs;
-  out.argv[2] = fast_results;
 }
 
 }  // namespace rxv

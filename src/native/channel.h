@@ -13,6 +13,7 @@
 
 #include "provider/provider.h"
 #include "poller.h"
+#include "util/batch_slab.h"
 #include "util/wrap.h"
 
 namespace rxv {
@@ -64,23 +65,27 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   // Reads one event; fast-path events are counted and queued for service.
   // Returns the CQ of an explicit event, or nullptr when none is left.
   CqWrap* ReadOne(bool* got_any);
-  // Services queued fast-path CQs into two parallel arrays, the CQs and
-  // their results (a batch's bytes or an Error), or into the CQ and its
-  // result when only one had anything. False when none had anything. Raw
-  // Node-API (see util/deliver.h).
-  bool ServiceFast(napi_env env, napi_value* cqs, napi_value* results);
+  // Services queued fast-path CQs into the last kFastArgs arguments of a
+  // wakeup: four parallel arrays, the CQs and their results (a slab, or an
+  // Error), the byte offsets and the counts of the batches (0 for an
+  // Error); or the CQ, its result and two numbers when only one had
+  // anything. False when none had anything. Raw Node-API (see
+  // util/deliver.h).
+  static constexpr size_t kFastArgs = 4;
+  bool ServiceFast(napi_env env, napi_value* out);
   void ApplyRef();
 
   std::unique_ptr<Channel> ch_;
   std::set<CqWrap*> cqs_;
-  // Wakeups go to the owner's handleWakeup(events, fastCqs, fastResults). The owner is weak,
+  // Wakeups go to the owner's handleWakeup(events, fastCqs, fastResults,
+  // byteOffsets, counts). The owner is weak,
   // except while watching (held): a subscription then owns the channel.
   Poller poller_;
   bool want_ref_ = true;
   uint32_t budget_ = 1024;
   std::vector<CqWrap*> explicit_;  // reused across wakeups
   std::vector<CqWrap*> fast_;
-  std::vector<std::pair<napi_value, napi_value>> served_;  // ServiceFast's, reused
+  std::vector<std::pair<napi_value, SlabBatch>> served_;  // ServiceFast's, reused
 };
 
 }  // namespace rxv

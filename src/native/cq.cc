@@ -11,10 +11,9 @@
 
 namespace rxv {
 
-napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
-  uint8_t* base = nullptr;
-  napi_value view = slab.Take(env, n * kWcBytes, &base);
-  if (!view) return nullptr;
+namespace {
+
+void WriteColumns(uint8_t* base, const Wc* wcs, size_t n) {
   auto* ids = reinterpret_cast<uint64_t*>(base);
   auto* cols = reinterpret_cast<uint32_t*>(base + n * 8);
   auto* slid = reinterpret_cast<uint16_t*>(base + n * 40);
@@ -38,6 +37,26 @@ napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
     sl[i] = w.sl;
     path_bits[i] = w.dlid_path_bits;
   }
+}
+
+// The completions written into the slab, handed over as the slab and where.
+bool WcsToSlab(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n, SlabBatch* out) {
+  uint8_t* base = nullptr;
+  size_t offset = 0;
+  napi_value ab = slab.Carve(env, n * kWcBytes, &base, &offset);
+  if (!ab) return false;
+  WriteColumns(base, wcs, n);
+  *out = SlabBatch{ab, static_cast<uint32_t>(offset), static_cast<uint32_t>(n)};
+  return true;
+}
+
+}  // namespace
+
+napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n) {
+  uint8_t* base = nullptr;
+  napi_value view = slab.Take(env, n * kWcBytes, &base);
+  if (!view) return nullptr;
+  WriteColumns(base, wcs, n);
   return view;
 }
 
@@ -184,6 +203,15 @@ int SpinPoll(Cq* cq, uint32_t spin_ns, uint64_t* mark, PollOnce&& poll_once) {
 
 }  // namespace
 
+template <typename Write>
+bool CqWrap::TakeBatch(size_t n, Write&& write) {
+  carry_ = std::max(carry_, n);
+  if (!write(scratch_.data(), n)) return false;
+  std::copy(scratch_.begin() + n, scratch_.begin() + carry_, scratch_.begin());
+  carry_ -= n;
+  return true;
+}
+
 // poll(max): a batch of up to `max` completions (see WcsToBatch), or null
 // when the CQ is empty: an empty poll is the common case at the end of
 // every drain and allocates nothing.
@@ -209,7 +237,11 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
     carry_ = static_cast<size_t>(n);
   }
   if (carry_ == 0) return env.Null();
-  napi_value batch = TakeBatch(env, std::min<size_t>(carry_, max));
+  napi_value batch = nullptr;
+  TakeBatch(std::min<size_t>(carry_, max), [&](const Wc* wcs, size_t k) {
+    batch = WcsToBatch(env, slab_, wcs, k);
+    return batch != nullptr;
+  });
   if (!batch) {
     // A pending JS exception (out of memory) is the one to throw; making
     // another while it is pending would abort.
@@ -221,14 +253,6 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   return Napi::Value(env, batch);
 }
 
-napi_value CqWrap::TakeBatch(napi_env env, size_t n) {
-  carry_ = std::max(carry_, n);
-  napi_value batch = WcsToBatch(env, slab_, scratch_.data(), n);
-  if (!batch) return nullptr;
-  std::copy(scratch_.begin() + n, scratch_.begin() + carry_, scratch_.begin());
-  carry_ -= n;
-  return batch;
-}
 
 // ack(n): acknowledges n events read from the channel for this CQ.
 Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
@@ -253,8 +277,8 @@ size_t CqWrap::PollToEmpty() {
   return n;
 }
 
-napi_value CqWrap::Service(napi_env env) {
-  if (closed() || mode_ != Mode::kActive) return nullptr;
+SlabBatch CqWrap::Service(napi_env env) {
+  if (closed() || mode_ != Mode::kActive) return {};
   size_t n = 0;
   try {
     // Arm first, then poll: a completion that landed before the arm is found
@@ -265,12 +289,15 @@ napi_value CqWrap::Service(napi_env env) {
   } catch (const VerbsError& e) {
     broken_ = true;
     mode_ = Mode::kPaused;
-    return RawVerbsError(env, e);
+    return SlabBatch{RawVerbsError(env, e), 0, 0};
   }
-  if (n == 0) return nullptr;
-  napi_value batch = TakeBatch(env, n);
-  // Kept as carry_ for the next service; the wakeup goes on for other CQs.
-  if (!batch) ClearPendingException(env, "completion batch");
+  if (n == 0) return {};
+  SlabBatch batch;
+  // On failure kept as carry_ for the next service; the wakeup goes on for
+  // other CQs.
+  if (!TakeBatch(n, [&](const Wc* wcs, size_t k) { return WcsToSlab(env, slab_, wcs, k, &batch); })) {
+    ClearPendingException(env, "completion batch");
+  }
   return batch;
 }
 
@@ -307,11 +334,16 @@ Napi::Value CqWrap::SwitchMode(Napi::Env env, Mode next, const char* verb) {
   bool activate = next == Mode::kActive && mode_ != Mode::kActive;
   mode_ = next;
   if (!activate) return env.Undefined();
-  napi_value out = Service(env);
-  if (!out) return env.Undefined();
-  Napi::Value v(env, out);
-  if (!v.IsTypedArray()) throw Napi::Error(env, v);
-  return v;
+  SlabBatch out = Service(env);
+  if (!out.value) return env.Undefined();
+  if (out.count == 0) throw Napi::Error(env, Napi::Value(env, out.value));
+  // Returned to JS as the poll's batches are: a view of its region.
+  napi_value view = nullptr;
+  if (napi_create_typedarray(env, napi_uint8_array, out.count * kWcBytes, out.value, out.offset,
+                             &view) != napi_ok) {
+    throw Napi::Error::New(env);
+  }
+  return Napi::Value(env, view);
 }
 
 }  // namespace rxv

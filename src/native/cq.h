@@ -18,14 +18,17 @@ namespace rxv {
 
 class ChannelWrap;
 
-// Work completions cross into JS as a Uint8Array (a region of the CQ's own
-// slab, see util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
+// Work completions cross into JS as a region of the CQ's own slab (see
+// util/batch_slab.h) in structure-of-arrays form: wr_id u64[n], then
 // status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err as
 // u32[n] each, slid u16[n], sl u8[n], dlid_path_bits u8[n] and 4n reserved
 // zero bytes (48 bytes per completion, so batches stay 8-byte aligned; the
-// layout is src/core/wc-batch.ts's). nullptr when JS values cannot be made
-// (environment going away).
+// layout is src/core/wc-batch.ts's).
 constexpr size_t kWcBytes = 48;
+
+// The n completions as a Uint8Array over their region (poll, and the first
+// batch of startFastPath). nullptr when JS values cannot be made
+// (environment going away).
 napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
 class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
@@ -56,10 +59,11 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   bool fast_path() const { return mode_ != Mode::kExplicit; }
   // Acks the events counted so far once `ack_every_` have gathered.
   void AckBatched();
-  // Fast path, once per wakeup: re-arm, then poll until empty. Returns an
-  // ArrayBuffer, an Error (CQ in error), or nullptr (nothing new, paused, or
-  // JS unavailable). Raw Node-API: safe while a worker terminates.
-  napi_value Service(napi_env env);
+  // Fast path, once per wakeup: re-arm, then poll until empty. Returns the
+  // completions in the slab, an Error (CQ in error), or nothing (nothing
+  // new, paused, or JS unavailable). Raw Node-API: safe while a worker
+  // terminates.
+  SlabBatch Service(napi_env env);
   bool queued_for_service = false;
 
  private:
@@ -84,10 +88,12 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   // Polls until empty into scratch_ (after what is carried); returns how
   // many scratch_ holds. Throws VerbsError.
   size_t PollToEmpty();
-  // The first n completions of scratch_ as a batch. On failure (JS values
-  // cannot be made) they stay in scratch_ as carry_, first in line for the
-  // next poll: a completion taken from the CQ is never dropped.
-  napi_value TakeBatch(napi_env env, size_t n);
+  // The first n completions of scratch_ written into the slab by `write`
+  // (returns false when JS values cannot be made: they then stay in
+  // scratch_ as carry_, first in line for the next poll, so a completion
+  // taken from the CQ is never dropped).
+  template <typename Write>
+  bool TakeBatch(size_t n, Write&& write);
 
   std::unique_ptr<Cq> cq_;
   ChannelWrap* chw_ = nullptr;

@@ -29,7 +29,7 @@ class VerbsError;
 
 class Poller {
  public:
-  static constexpr size_t kMaxArgs = 3;
+  static constexpr size_t kMaxArgs = 5;
   // What one wakeup read: `read_any` false means the readiness was spurious;
   // `argc` values in `argv` go to the handler (none: nothing for JS).
   struct Wakeup {

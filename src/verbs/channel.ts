@@ -139,15 +139,23 @@ export class CompletionChannel {
     this.context.forget(this);
   }
 
-  /** @internal One call per watcher wakeup (from the addon). */
+  /** @internal One call per watcher wakeup (from the addon; see WakeupOwner). */
   handleWakeup(
     events: NativeCq[] | null,
     fastCqs: NativeCq | NativeCq[] | null,
     fastResults: NativeFastResult | NativeFastResult[] | null,
+    byteOffsets: number | number[] | null,
+    counts: number | number[] | null,
   ): void {
     if (fastCqs && fastResults) {
-      if (!Array.isArray(fastCqs)) cqOwners.get(fastCqs)?.deliver(fastResults as NativeFastResult);
-      else for (let i = 0; i < fastCqs.length; i++) cqOwners.get(fastCqs[i])?.deliver((fastResults as NativeFastResult[])[i]);
+      if (!Array.isArray(fastCqs)) {
+        cqOwners.get(fastCqs)?.deliver(fastResults as NativeFastResult, byteOffsets as number, counts as number);
+      } else {
+        const results = fastResults as NativeFastResult[];
+        const offsets = byteOffsets as number[];
+        const ns = counts as number[];
+        for (let i = 0; i < fastCqs.length; i++) cqOwners.get(fastCqs[i])?.deliver(results[i], offsets[i], ns[i]);
+      }
     }
     if (events) {
       const source = this.events();

@@ -1,11 +1,10 @@
-import { isUint8Array } from 'util/types';
 import type { NativeCq, NativeCqStats } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
 import { CqOverrunError } from '../core/errors';
 import type { CqLike } from '../core/types';
-import { WcBatch } from '../core/wc-batch';
+import { WcBatch, WC_BYTES } from '../core/wc-batch';
 import { cqOwners } from './owners';
 
 /** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
@@ -37,7 +36,7 @@ export class Cq implements CqLike {
   private failure: Error | undefined;
   // The addon's current slab and its words view, shared by the batches
   // carved from it (see batchOf).
-  private slab: ArrayBufferLike | undefined;
+  private slab: ArrayBuffer | undefined;
   private slabWords: Uint32Array | undefined;
 
   /** @internal */
@@ -168,26 +167,32 @@ export class Cq implements CqLike {
     return buf === null ? undefined : this.batchOf(buf);
   }
 
-  /** @internal The watcher's fast-path delivery. */
-  deliver(payload: Uint8Array | Error): void {
+  /**
+   * @internal The watcher's fast-path delivery: `count` completions at
+   * `byteOffset` of the slab, or (count 0) the Error the CQ failed with.
+   */
+  deliver(result: ArrayBuffer | Error, byteOffset: number, count: number): void {
     if (!this.source) return;
-    // Checked by kind, not instanceof: the addon's values may come from another realm.
-    if (isUint8Array(payload)) this.source.push(this.batchOf(payload));
-    else this.source.error(this.failureFor(payload));
+    if (count > 0) this.source.push(this.batchIn(result as ArrayBuffer, byteOffset, count));
+    else this.source.error(this.failureFor(result as Error));
+  }
+
+  /** A batch the addon handed over as a view of its region of this CQ's slab (poll). */
+  private batchOf(bytes: Uint8Array): WcBatch {
+    return this.batchIn(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength / WC_BYTES);
   }
 
   /**
-   * A batch the addon made in this CQ's slab. Its field readers share one
-   * view of the slab, made when a new slab appears (every few hundred
-   * batches), not one per batch.
+   * The `count` completions the addon wrote at `byteOffset` of this CQ's
+   * slab. Their field readers share one view of the slab, made when a new
+   * slab appears (every few hundred batches), not one per batch.
    */
-  private batchOf(bytes: Uint8Array): WcBatch {
-    const slab = bytes.buffer;
+  private batchIn(slab: ArrayBuffer, byteOffset: number, count: number): WcBatch {
     if (slab !== this.slab || this.slabWords === undefined) {
       this.slab = slab;
       this.slabWords = new Uint32Array(slab, 0, slab.byteLength >>> 2);
     }
-    return WcBatch.inSlab(bytes, this.slabWords);
+    return WcBatch.inSlab(slab, count, byteOffset, this.slabWords);
   }
 
   /** @internal An async event said this CQ is broken or the device died. */

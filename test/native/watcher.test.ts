@@ -2,7 +2,8 @@ import { execFile } from 'child_process';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
 import { makePair, region, waitFor, itSoft, sleep, expectThrow, IS_SOFT, CHILD_HANG_MS } from '../support/device';
-import { CqEvent, Cq } from '../../src';
+import { CqEvent, Cq, WcBatch } from '../../src';
+import { scaled } from '../support/slow';
 
 const fixture = (name: string) => path.join(__dirname, '..', 'fixtures', name);
 /** Messages per worker: the real kernel under emulation moves far fewer per second than soft0. */
@@ -119,6 +120,43 @@ describe('channel watcher', () => {
     p.cqB.close(); // must not refuse: the native side flushes its own acks
     expect(p.cqB.closed).toBe(true);
     p.close();
+  });
+
+  it('serves several fast-path CQs of one channel in one wakeup, each with its own completions', async () => {
+    const p = makePair();
+    try {
+      const send = region(p.pd, 8);
+      const recv = region(p.pd, 8 * 64);
+      // Per CQ: the wakeup each batch came in, and its wr_ids.
+      const seen = { A: [] as { wakeup: number; ids: number[] }[], B: [] as { wakeup: number; ids: number[] }[] };
+      const take = (k: 'A' | 'B') => (b: WcBatch) => {
+        const ids: number[] = [];
+        for (let i = 0; i < b.length; i++) ids.push(b.wrIdLow(i));
+        seen[k].push({ wakeup: p.channel.wakeups.total, ids });
+      };
+      const subs = [p.cqA.completions$.subscribe(take('A')), p.cqB.completions$.subscribe(take('B'))];
+      const count = (batches: { ids: number[] }[]) => batches.reduce((n, x) => n + x.ids.length, 0);
+      const sameWakeup = () => seen.A.some((a) => seen.B.some((b) => b.wakeup === a.wakeup));
+      // Both CQs get a completion before JS runs again, so one wakeup finds
+      // both; the device may be slow to make them, so it is tried a few
+      // times with longer waits.
+      const block = new Int32Array(new SharedArrayBuffer(4));
+      for (let round = 0; round < 5 && !sameWakeup(); round++) {
+        p.a.postRecv({ wrId: 100 + round, sg: { mr: recv, offset: round * 8, length: 8 } });
+        p.b.postRecv({ wrId: 200 + round, sg: { mr: recv, offset: (32 + round) * 8, length: 8 } });
+        p.a.postSend({ wrId: 1, sg: { mr: send }, signaled: false }); // -> a receive on B
+        p.b.postSend({ wrId: 2, sg: { mr: send }, signaled: false }); // -> a receive on A
+        Atomics.wait(block, 0, 0, scaled(50) << round);
+        expect(await waitFor(() => count(seen.A) === round + 1 && count(seen.B) === round + 1)).toBe(true);
+      }
+      for (const s of subs) s.unsubscribe();
+      expect(sameWakeup()).toBe(true);
+      const rounds = count(seen.A);
+      expect(seen.A.flatMap((x) => x.ids)).toEqual(Array.from({ length: rounds }, (_, r) => 100 + r));
+      expect(seen.B.flatMap((x) => x.ids)).toEqual(Array.from({ length: rounds }, (_, r) => 200 + r));
+    } finally {
+      p.close();
+    }
   });
 
   itSoft('tolerates spurious wakeups and empty events', async () => {

@@ -101,7 +101,7 @@ describe('WcBatch', () => {
     const batches = parts.map((p) => {
       const src = WcBatch.from(p);
       new Uint8Array(slab, at).set(new Uint8Array(src.buffer, src.byteOffset, p.length * WC_BYTES));
-      const b = WcBatch.inSlab(new Uint8Array(slab, at, p.length * WC_BYTES), words);
+      const b = WcBatch.inSlab(slab, p.length, at, words);
       at += p.length * WC_BYTES;
       return b;
     });

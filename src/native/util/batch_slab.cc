@@ -19,7 +19,7 @@ napi_value BatchSlab::Current(napi_env env) {
   return nullptr;
 }
 
-napi_value BatchSlab::Take(napi_env env, size_t bytes, uint8_t** data) {
+napi_value BatchSlab::Carve(napi_env env, size_t bytes, uint8_t** data, size_t* offset) {
   napi_value ab = Current(env);
   if (ab == nullptr || used_ + bytes > size_) {
     if (ab != nullptr) next_size_ = std::min(next_size_ * 2, kMaxSlabBytes);
@@ -36,12 +36,19 @@ napi_value BatchSlab::Take(napi_env env, size_t bytes, uint8_t** data) {
     base_ = static_cast<uint8_t*>(mem);
     size_ = size;
   }
+  *data = base_ + used_;
+  *offset = used_;
+  used_ += (bytes + 7) & ~static_cast<size_t>(7);  // BigUint64Array needs 8-byte offsets
+  return ab;
+}
+
+napi_value BatchSlab::Take(napi_env env, size_t bytes, uint8_t** data) {
+  size_t offset = 0;
+  napi_value ab = Carve(env, bytes, data, &offset);
   napi_value view = nullptr;
-  if (napi_create_typedarray(env, napi_uint8_array, bytes, ab, used_, &view) != napi_ok) {
+  if (!ab || napi_create_typedarray(env, napi_uint8_array, bytes, ab, offset, &view) != napi_ok) {
     return nullptr;
   }
-  *data = base_ + used_;
-  used_ += (bytes + 7) & ~static_cast<size_t>(7);  // BigUint64Array needs 8-byte offsets
   return view;
 }
 

@@ -19,6 +19,15 @@
 
 namespace rxv {
 
+// A batch as the channel watcher hands it over: `count` completions at
+// byte `offset` of `value`, the slab's ArrayBuffer (no view made per batch);
+// or, with count 0, `value` an Error (the CQ failed); value nullptr: nothing.
+struct SlabBatch {
+  napi_value value = nullptr;
+  uint32_t offset = 0;
+  uint32_t count = 0;
+};
+
 class BatchSlab {
  public:
   // Slabs start small (most CQs see few completions at a time) and double
@@ -30,9 +39,12 @@ class BatchSlab {
   BatchSlab(const BatchSlab&) = delete;
   BatchSlab& operator=(const BatchSlab&) = delete;
 
-  // A Uint8Array over `bytes` fresh bytes (8-byte aligned); *data is where
-  // to write them. nullptr when JS values cannot be made (teardown, out of
-  // memory; a JS exception may then be pending).
+  // Reserves `bytes` fresh bytes (8-byte aligned) and returns the slab's
+  // ArrayBuffer they are in, at *offset; *data is where to write them.
+  // nullptr when JS values cannot be made (teardown, out of memory; a JS
+  // exception may then be pending).
+  napi_value Carve(napi_env env, size_t bytes, uint8_t** data, size_t* offset);
+  // The same bytes as a Uint8Array over them.
   napi_value Take(napi_env env, size_t bytes, uint8_t** data);
   // Drops the current slab (its CQ is closed); batches keep theirs alive.
   void Release(napi_env env);
