@@ -253,7 +253,6 @@ Napi::Value CqWrap::Poll(const Napi::CallbackInfo& info) {
   return Napi::Value(env, batch);
 }
 
-
 // ack(n): acknowledges n events read from the channel for this CQ.
 Napi::Value CqWrap::Ack(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
