@@ -187,7 +187,7 @@ export async function latency(cfg: RunConfig) {
   // V8 tiers a function up by how often it ran, then compiles it on a
   // worker thread: on rxe0 in the TCG guest the event-mode ping's last hot
   // function (handleWakeup) was optimized after about 3,700 round trips
-  // (--trace-opt), and its p50 fell by a fifth on the way. 1,000 left every
+  // (--trace-opt), and its p50 fell by about a sixth on the way. 1,000 left every
   // quick chunk on rxe0 in that phase.
   const warmup = cfg.quick ? 200 : 1000;
   const firstWarmup = 5000;

@@ -272,7 +272,7 @@ export class WcBatch {
   }
 
   private words(): Uint32Array {
-    return (this.allWords ??= new Uint32Array(this.buffer, 0, this.buffer.byteLength >>> 2));
+    return (this.allWords ??= wordsOf(this.buffer));
   }
 
   /** The empty batch (shared: there is nothing in it to change, and its buffer cannot be detached). */
@@ -407,6 +407,11 @@ export class WcBatch {
   toArray(): WorkCompletion[] {
     return [...this];
   }
+}
+
+/** @internal All of `buffer` as 32-bit words: the view the `...At(i)` readers read through. */
+export function wordsOf(buffer: ArrayBuffer): Uint32Array {
+  return new Uint32Array(buffer, 0, buffer.byteLength >>> 2);
 }
 
 /** Numeric fields accepted by {@link WcBatch.from}. */

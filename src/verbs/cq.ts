@@ -4,7 +4,7 @@ import type { CompletionChannel } from './channel';
 import type { Context } from './context';
 import { CqOverrunError } from '../core/errors';
 import type { CqLike } from '../core/types';
-import { WcBatch, WC_BYTES } from '../core/wc-batch';
+import { WcBatch, WC_BYTES, wordsOf } from '../core/wc-batch';
 import { cqOwners } from './owners';
 
 /** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
@@ -35,7 +35,7 @@ export class Cq implements CqLike {
   private pollMax = 256;
   private failure: Error | undefined;
   // The addon's current slab and its words view, shared by the batches
-  // carved from it (see batchOf).
+  // carved from it (see batchIn).
   private slab: ArrayBuffer | undefined;
   private slabWords: Uint32Array | undefined;
 
@@ -190,7 +190,7 @@ export class Cq implements CqLike {
   private batchIn(slab: ArrayBuffer, byteOffset: number, count: number): WcBatch {
     if (slab !== this.slab || this.slabWords === undefined) {
       this.slab = slab;
-      this.slabWords = new Uint32Array(slab, 0, slab.byteLength >>> 2);
+      this.slabWords = wordsOf(slab);
     }
     return WcBatch.inSlab(slab, count, byteOffset, this.slabWords);
   }
