@@ -18,9 +18,6 @@
 // with RX_VERBS_RESULTS_DIR it writes asan.json (jest's report) and
 // asan.exit there.
 //
-// `npm run test:asan -- --build-only` does step 1 alone (CI builds early, at
-// low priority, and runs the tests later with RXV_ASAN_SKIP_BUILD=1).
-//
 // Env: RXV_ASAN_DIR (build folder), RXV_ASAN_SKIP_BUILD=1 (reuse the build),
 //      RXV_ASAN_KEEP_LOGS=1 (keep the raw logs), JOBS (compile jobs), CXX.
 'use strict';
@@ -57,26 +54,20 @@ function sanitizerEnv(logs) {
   };
 }
 
-/** Builds the sanitized addons (reused when RXV_ASAN_SKIP_BUILD=1) and dist/; their paths, or the exit status of a failed set-up. */
-function setUp(env) {
-  const paths = asanPaths(path.resolve(env.RXV_ASAN_DIR || path.join(root, 'node_modules', '.cache', 'rx-verbs-asan')));
-  try {
-    const runtime = asanRuntime();
-    buildSanitized(paths, { reuse: env.RXV_ASAN_SKIP_BUILD === '1', jobs: env.JOBS || 'max', say });
-    // Here, not in jest's global set-up: that would run tsc with ASan preloaded.
-    ensureFreshDist({ log: say });
-    return { paths, runtime };
-  } catch (err) {
-    say(err instanceof AsanSetupError ? err.message : `set-up failed: ${err.message}`);
-    return { status: err instanceof AsanSetupError ? err.status : 1 };
-  }
-}
-
 /** The whole sanitizer run; resolves its exit status. */
 async function asanSuite(targets) {
   const env = process.env;
-  const { paths, runtime, status } = setUp(env);
-  if (!paths) return status;
+  const paths = asanPaths(path.resolve(env.RXV_ASAN_DIR || path.join(root, 'node_modules', '.cache', 'rx-verbs-asan')));
+  let runtime;
+  try {
+    runtime = asanRuntime();
+    buildSanitized(paths, { reuse: env.RXV_ASAN_SKIP_BUILD === '1', jobs: env.JOBS || 'max', say });
+    // Here, not in jest's global set-up: that would run tsc with ASan preloaded.
+    ensureFreshDist({ log: say });
+  } catch (err) {
+    say(err instanceof AsanSetupError ? err.message : `set-up failed: ${err.message}`);
+    return err instanceof AsanSetupError ? err.status : 1;
+  }
   say(`addon: ${paths.addon}`);
   say(`bench addon: ${paths.benchAddon}`);
   say(`runtime: ${runtime}`);
@@ -114,11 +105,6 @@ async function asanSuite(targets) {
 
 /** Runs the sanitizer suite and records its final status as asan.exit (jest's own goes there first). */
 async function runAsan(targets) {
-  if (targets[0] === '--build-only') {
-    const { paths, status } = setUp(process.env);
-    if (paths) say(`built: ${paths.addon}, ${paths.benchAddon}`);
-    return paths ? 0 : status;
-  }
   const status = await asanSuite(targets);
   recordExit('asan', status);
   return status;
