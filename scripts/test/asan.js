@@ -19,6 +19,8 @@
 // asan.exit there.
 //
 // Env: RXV_ASAN_DIR (build folder), RXV_ASAN_SKIP_BUILD=1 (reuse the build),
+//      RXV_ASAN_JEST_WORKERS=N (N jest workers instead of --runInBand: CI
+//      runs the suite beside other steps and then alone, on two cores),
 //      RXV_ASAN_KEEP_LOGS=1 (keep the raw logs), JOBS (compile jobs), CXX.
 'use strict';
 const { spawnSync } = require('child_process');
@@ -83,10 +85,18 @@ async function asanSuite(targets) {
     LD_PRELOAD: [runtime, env.LD_PRELOAD].filter(Boolean).join(':'),
   };
   const files = targets.length > 0 ? targets : ['test/native', 'test/integration'];
-  say(`jest --runInBand ${files.join(' ')}`);
+  // In band by default (a 2-core machine, other work beside it); each
+  // worker is a process of its own, as in band the suite's children are.
+  const workers = env.RXV_ASAN_JEST_WORKERS;
+  if (workers !== undefined && !/^[1-9]\d*$/.test(workers)) {
+    say(`RXV_ASAN_JEST_WORKERS must be a positive integer, got "${workers}"`);
+    return 1;
+  }
+  const band = workers ? [`--maxWorkers=${workers}`] : ['--runInBand'];
+  say(`jest ${band[0]} ${files.join(' ')}`);
   const start = Date.now();
   const jestLog = path.join(paths.out, 'jest.log');
-  const jestStatus = await runJest(['--runInBand', '--forceExit', '--testTimeout=120000', ...files], { name: 'asan', env: jestEnv, tee: jestLog });
+  const jestStatus = await runJest([...band, '--forceExit', '--testTimeout=120000', ...files], { name: 'asan', env: jestEnv, tee: jestLog });
   say(`jest exit ${jestStatus} after ${Math.round((Date.now() - start) / 1000)} s`);
 
   const filter = spawnSync(process.execPath, [path.join(root, 'scripts', 'asan', 'lsan-filter.js'), paths.logs], { stdio: 'inherit' });
