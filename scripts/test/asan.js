@@ -59,6 +59,15 @@ function sanitizerEnv(logs) {
 /** The whole sanitizer run; resolves its exit status. */
 async function asanSuite(targets) {
   const env = process.env;
+  // Checked before minutes of building. In band by default (a 2-core
+  // machine, other work beside it); each worker is a process of its own, as
+  // in band the suite's children are.
+  const workers = env.RXV_ASAN_JEST_WORKERS;
+  if (workers !== undefined && !/^[1-9]\d*$/.test(workers)) {
+    say(`RXV_ASAN_JEST_WORKERS must be a positive integer, got "${workers}"`);
+    return 1;
+  }
+  const band = workers ? [`--maxWorkers=${workers}`] : ['--runInBand'];
   const paths = asanPaths(path.resolve(env.RXV_ASAN_DIR || path.join(root, 'node_modules', '.cache', 'rx-verbs-asan')));
   let runtime;
   try {
@@ -85,14 +94,6 @@ async function asanSuite(targets) {
     LD_PRELOAD: [runtime, env.LD_PRELOAD].filter(Boolean).join(':'),
   };
   const files = targets.length > 0 ? targets : ['test/native', 'test/integration'];
-  // In band by default (a 2-core machine, other work beside it); each
-  // worker is a process of its own, as in band the suite's children are.
-  const workers = env.RXV_ASAN_JEST_WORKERS;
-  if (workers !== undefined && !/^[1-9]\d*$/.test(workers)) {
-    say(`RXV_ASAN_JEST_WORKERS must be a positive integer, got "${workers}"`);
-    return 1;
-  }
-  const band = workers ? [`--maxWorkers=${workers}`] : ['--runInBand'];
   say(`jest ${band[0]} ${files.join(' ')}`);
   const start = Date.now();
   const jestLog = path.join(paths.out, 'jest.log');
