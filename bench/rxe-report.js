@@ -29,19 +29,11 @@ function rxeTargets(r) {
   // floor: the same ratio for the native baseline woken by Node's event loop
   // (no JS); jsFloor: that baseline handing each completion to JS;
   // postsFloor: that JS also making the two Node-API calls a round trip's
-  // handler makes to post (bench/suites/report.ts); where the run measured them.
-  const add = (name, target, value, met, floor, jsFloor, postsFloor) => {
-    if (Number.isFinite(value)) {
-      t.push({
-        name,
-        target,
-        value,
-        met: met(value),
-        ...(Number.isFinite(floor) ? { floor } : {}),
-        ...(Number.isFinite(jsFloor) ? { jsFloor } : {}),
-        ...(Number.isFinite(postsFloor) ? { postsFloor } : {}),
-      });
-    }
+  // handler makes to post; where the run measured them (bench/suites/report.ts).
+  const { judge } = require(path.join(__dirname, 'build', 'report.js'));
+  const add = (...args) => {
+    const judged = judge(...args);
+    if (judged) t.push(judged);
   };
   add(
     'rxe0: event-mode round trip p50, ours (cq.completions$) / native',

@@ -78,20 +78,31 @@ export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results
   return results;
 }
 
+const measured = (x: number | undefined): x is number => x !== undefined && !Number.isNaN(x);
+
+/**
+ * One target judged on a measured `value`, with the floors the run measured
+ * (see Results['targets']); undefined when `value` was not measured. Also
+ * used by bench/rxe-report.js for the rxe0 targets.
+ */
+export function judge(name: string, target: string, value: number | undefined, met: (v: number) => boolean, floor?: number, jsFloor?: number, postsFloor?: number): Results['targets'][number] | undefined {
+  if (!measured(value)) return undefined;
+  return {
+    name,
+    target,
+    value,
+    met: met(value),
+    ...(measured(floor) ? { floor } : {}),
+    ...(measured(jsFloor) ? { jsFloor } : {}),
+    ...(measured(postsFloor) ? { postsFloor } : {}),
+  };
+}
+
 export function targets(r: Results): Results['targets'] {
   const t: Results['targets'] = [];
-  const measured = (x: number | undefined): x is number => x !== undefined && !Number.isNaN(x);
-  const add = (name: string, target: string, value: number | undefined, met: (v: number) => boolean, floor?: number, jsFloor?: number, postsFloor?: number) => {
-    if (!measured(value)) return;
-    t.push({
-      name,
-      target,
-      value,
-      met: met(value),
-      ...(measured(floor) ? { floor } : {}),
-      ...(measured(jsFloor) ? { jsFloor } : {}),
-      ...(measured(postsFloor) ? { postsFloor } : {}),
-    });
+  const add = (...args: Parameters<typeof judge>) => {
+    const judged = judge(...args);
+    if (judged) t.push(judged);
   };
   // The fast path's goals (issue 12) hold at every unpaced depth: each is judged at its worst one.
   add('throughput fast path / native drain', '>= 0.8', r.throughput?.ratioToNative, (v) => v >= 0.8);
