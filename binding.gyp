@@ -124,6 +124,7 @@
             "bench/native/echo.cc",
             "bench/native/module.cc",
             "bench/native/loop_consumers.cc",
+            "bench/native/machine_costs.cc",
             "bench/native/ping.cc",
             "bench/native/producer.cc"
           ]

@@ -109,6 +109,12 @@ export interface BenchAddon {
   echoStop(handle: BenchHandle): { echoed: number; error?: string };
   /** Stops and destroys its QP, MR, CQ and channel, and lets go of the context and PD. */
   echoClose(handle: BenchHandle): void;
+  /**
+   * What a first-touch page fault and an empty system call (epoll_wait with
+   * a zero timeout, as libuv makes before it sleeps) cost on this machine,
+   * in ns: the median of three rounds, measured on the calling thread.
+   */
+  machineCosts(): { pageFaultNs: number; syscallNs: number };
 }
 
 /** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else build/Release). */

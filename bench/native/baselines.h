@@ -36,6 +36,9 @@ Napi::Value EchoCreate(const Napi::CallbackInfo& info);
 Napi::Value EchoStart(const Napi::CallbackInfo& info);
 Napi::Value EchoStop(const Napi::CallbackInfo& info);
 Napi::Value EchoClose(const Napi::CallbackInfo& info);
+// machine_costs.cc: machineCosts() is what a first-touch page fault and an
+// empty system call (epoll_wait, zero timeout) cost here, in ns.
+Napi::Value MachineCosts(const Napi::CallbackInfo& info);
 
 }  // namespace bench
 }  // namespace rxv

@@ -52,6 +52,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"echoStart", EchoStart},
       {"echoStop", EchoStop},
       {"echoClose", EchoClose},
+      {"machineCosts", MachineCosts},
   };
   for (const auto& e : entries) exports.Set(e.name, Napi::Function::New(env, e.fn, e.name));
   return exports;

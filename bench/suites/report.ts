@@ -183,6 +183,26 @@ export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): 
       ),
     );
   }
+  const machine = r.throughput?.machine;
+  if (machine) {
+    // Absent from results saved before faults were counted.
+    const variants = (['native', 'loop', 'loop-js', 'fast', 'operators', 'naive'] as const).filter((v) => r.throughput!.configs.some((c) => c.runs[v]?.faultsPerKWc !== undefined));
+    out.push(
+      table(
+        `\n1b. Page faults of the whole process per 1,000 WCs (the median round), and what they cost per WC at ${fmt(machine.pageFaultNs / 1000, 1)} us a fault, measured here ` +
+          `(an empty system call: ${fmt(machine.syscallNs / 1000, 2)} us); the producer and device threads are the same in every variant, the difference is the consumer's`,
+        ['depth', 'offered', ...variants],
+        r.throughput!.configs.map((c) => [
+          `${c.depth}`,
+          c.rate ? fmtRate(c.rate) : 'max',
+          ...variants.map((v) => {
+            const f = c.runs[v]?.faultsPerKWc;
+            return f === undefined ? '-' : `${fmt(f, 2)} (${fmt((f * machine.pageFaultNs) / 1000, 1)} ns/WC)`;
+          }),
+        ]),
+      ),
+    );
+  }
   if (r.eventRate) {
     const e = r.eventRate;
     out.push(

@@ -36,9 +36,19 @@ export interface CpuSample {
   wall: number;
   cpu: NodeJS.CpuUsage;
   thread: number;
+  /** The process's minor page faults so far. */
+  faults: number;
 }
 export const threadCpu = (): number => native().threadCpu();
-export const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage(), thread: threadCpu() });
+const minorFaults = (): number => process.resourceUsage().minorPageFault;
+export const cpuStart = (): CpuSample => ({ wall: performance.now(), cpu: process.cpuUsage(), thread: threadCpu(), faults: minorFaults() });
+/**
+ * Minor page faults of the whole process since `s`, per 1,000 items. The
+ * producer and device threads are the same for every variant, so what
+ * differs between variants is the consumer's: a first write to a page the
+ * process had not touched (or had given back to the kernel).
+ */
+export const faultsPerK = (s: CpuSample, items: number): number => ((minorFaults() - s.faults) * 1000) / Math.max(1, items);
 /** CPU the calling (JS) thread used since `s`, in ns per item. */
 export const threadNsPer = (s: CpuSample, items: number): number => ((threadCpu() - s.thread) * 1e9) / Math.max(1, items);
 /** Process CPU (all threads: JS, device, producer) as % of one core since `s`. */
@@ -62,6 +72,8 @@ export interface Run {
   consumerNsPerWc?: number;
   /** bestOf: consumerNsPerWc of every round, in the order they ran. */
   roundsNsPerWc?: number[];
+  /** Minor page faults of the process per 1,000 WCs (see faultsPerK); in what bestOf keeps, the median round. */
+  faultsPerKWc?: number;
   error?: string;
 }
 
@@ -145,6 +157,7 @@ export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, ho
       const seconds = (performance.now() - cpu.wall) / 1000;
       const cpuPct = cpuPercent(cpu);
       const consumerNsPerWc = threadNsPer(cpu, got);
+      const faultsPerKWc = faultsPerK(cpu, got);
       clearTimeout(timer);
       const stopped = rig.stop();
       sub?.unsubscribe();
@@ -163,6 +176,7 @@ export function runJs(cfg: RunConfig, kind: 'fast' | 'operators', load: Load, ho
         wcsPerEvent: got / Math.max(1, events),
         cpuPercent: cpuPct,
         consumerNsPerWc,
+        faultsPerKWc,
         batches,
         error: error ?? stopped.error ?? (errors > 0 ? `${errors} failed WCs` : undefined),
       });
@@ -206,6 +220,7 @@ export function runNative(cfg: RunConfig, load: Load): Run {
     wcsPerEvent: r.wcs / Math.max(1, r.events),
     cpuPercent: cpuPercent(cpu),
     consumerNsPerWc: (r.consumerCpuSeconds * 1e9) / Math.max(1, r.wcs),
+    faultsPerKWc: faultsPerK(cpu, r.wcs),
     error: r.error,
   };
 }
@@ -224,9 +239,10 @@ export function runNaive(cfg: RunConfig, load: Load): Promise<Run> {
       const seconds = (performance.now() - cpu.wall) / 1000;
       const cpuPct = cpuPercent(cpu);
       const consumerNsPerWc = threadNsPer(cpu, got);
+      const faultsPerKWc = faultsPerK(cpu, got);
       clearTimeout(timer);
       const s = native().naiveClose(handle);
-      resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc, error: error ?? s.error });
+      resolve({ variant: 'naive', wcs: got, seconds, rate: got / seconds, wcsPerEvent: got / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc, faultsPerKWc, error: error ?? s.error });
     };
     const callback = (wc: { wrId: bigint; status: number }) => {
       sum = (sum + Number(wc.wrId) + wc.status) | 0;
@@ -282,11 +298,12 @@ export function runLoop(cfg: RunConfig, load: Load, js = false): Promise<Run> {
       const seconds = (performance.now() - cpu.wall) / 1000;
       const cpuPct = cpuPercent(cpu);
       const thread = threadNsPer(cpu, 1);
+      const faults = faultsPerK(cpu, 1);
       clearTimeout(timer);
       const s = native().loopClose(handle);
       const wcs = s.wcs;
       const failed = js && errors > 0 ? `${errors} failed WCs` : js && got !== wcs ? `JS saw ${got} of ${wcs} WCs` : undefined;
-      resolve({ variant, wcs, seconds, rate: wcs / seconds, wcsPerEvent: wcs / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc: thread / Math.max(1, wcs), error: error ?? s.error ?? failed });
+      resolve({ variant, wcs, seconds, rate: wcs / seconds, wcsPerEvent: wcs / Math.max(1, s.events), cpuPercent: cpuPct, consumerNsPerWc: thread / Math.max(1, wcs), faultsPerKWc: faults / Math.max(1, wcs), error: error ?? s.error ?? failed });
     };
     try {
       handle = native().loopCreate({ device: cfg.device, ...gidArg(cfg), cqe: load.depth, callback: () => setImmediate(finish), ...(js ? { onBatch, wcBuffer } : {}) });
@@ -317,25 +334,28 @@ const median = (xs: number[]): number => {
 /**
  * Runs every variant `rounds` times, interleaved. Keeps each variant's best
  * (highest rate) round, the machine's interference only ever slowing one,
- * with its consumer CPU per WC replaced by the median over the rounds: the
+ * with its consumer CPU per WC (and page faults per WC) replaced by the median over the rounds: the
  * fastest round is not the cheapest per WC (a consumer that keeps up gets
  * fewer WCs per wakeup), and the cheapest would reward luck.
  */
 export async function bestOf(cfg: RunConfig, label: string, variants: Variant[], load: (v: Variant) => Load, rounds: number): Promise<Record<string, Run>> {
   const best: Record<string, Run> = {};
   const cpu: Record<string, number[]> = {};
+  const faults: Record<string, number[]> = {};
   for (let r = 0; r < rounds; r++) {
     for (const v of variants) {
       const run = await runVariant(cfg, v, load(v));
       if (run.error) cfg.log(`  ${label} ${v}: ${run.error}`);
       if (!best[v] || run.rate > best[v].rate) best[v] = run;
       if (run.consumerNsPerWc !== undefined) (cpu[v] ??= []).push(run.consumerNsPerWc);
-      cfg.log(`  ${label} round ${r + 1}/${rounds} ${v.padEnd(9)} ${fmtRate(run.rate)} WC/s  ${fmt(run.wcsPerEvent ?? 0, 1)} WC/event  cpu ${fmt(run.cpuPercent ?? 0, 0)}%  consumer ${fmt(run.consumerNsPerWc ?? 0, 0)} ns/WC`);
+      if (run.faultsPerKWc !== undefined) (faults[v] ??= []).push(run.faultsPerKWc);
+      cfg.log(`  ${label} round ${r + 1}/${rounds} ${v.padEnd(9)} ${fmtRate(run.rate)} WC/s  ${fmt(run.wcsPerEvent ?? 0, 1)} WC/event  cpu ${fmt(run.cpuPercent ?? 0, 0)}%  consumer ${fmt(run.consumerNsPerWc ?? 0, 0)} ns/WC  ${fmt(run.faultsPerKWc ?? 0, 2)} faults/kWC`);
       await immediate();
     }
   }
   for (const v of Object.keys(best)) {
     if (cpu[v]) best[v] = { ...best[v], consumerNsPerWc: median(cpu[v]), roundsNsPerWc: cpu[v] };
+    if (faults[v]) best[v] = { ...best[v], faultsPerKWc: median(faults[v]) };
   }
   return best;
 }

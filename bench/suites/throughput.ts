@@ -1,6 +1,6 @@
 /** Suites 1 and 2: throughput at several CQ depths and producer rates, and the one-WC-per-event rate. */
 import { fmtRate } from './format';
-import { Load, Run, RunConfig, Variant, bestOf, scaled } from './rig';
+import { Load, Run, RunConfig, Variant, bestOf, native, scaled } from './rig';
 
 export interface ThroughputConfig {
   depth: number;
@@ -44,6 +44,10 @@ export async function throughput(cfg: RunConfig) {
   const pacedSeconds = (q ? 0.4 : 2) * (cfg.scale ?? 1);
   // Five rounds: the CPU per WC is their median (bestOf).
   const rounds = q ? 2 : 5;
+  // What a page fault and a system call cost here: the price of the faults
+  // each variant's row shows, and of the calls every wakeup makes.
+  const machine = native().machineCosts();
+  cfg.log(`throughput: a first-touch page fault costs ${(machine.pageFaultNs / 1000).toFixed(1)} us here, an empty system call ${(machine.syscallNs / 1000).toFixed(2)} us`);
   const configs: ThroughputConfig[] = [];
   const all = [...depths.map((depth) => ({ depth, rate: 0 })), ...paced];
   for (const { depth, rate } of all) {
@@ -86,6 +90,8 @@ export async function throughput(cfg: RunConfig) {
     // What naive / fast could be at most there: naive over the JS floor.
     consumerCpuNaiveOverLoopJsThere: worstNaive.naiveCpuOverLoopJs,
     consumerCpuNaiveOverOperators: Math.min(...unpaced.map((c) => c.naiveCpuOverOperators)),
+    /** The machine's page-fault and system-call costs (ns), measured before the first depth. Absent from results saved before. */
+    machine,
     configs,
   };
 }
