@@ -33,6 +33,9 @@ benchmarks against native baselines (throughput, event rate, latency, idle, memo
   -d, --device <dev> device to run on (default soft0; rxe0 in the rxe guest)
   --scale <f>        scales the WCs and round trips of throughput, eventRate
                      and latency (default 1; the rxe guest uses less)
+  --depths <list>    the throughput suite at these CQ depths only, producer
+                     unlimited (default 64,256,1024,4096, quick 256,4096,
+                     then paced runs at depth 1024)
   -g, --gid-index <n>  GID index QPs of the device reach each other by (RoCE: ::ffff:127.0.0.1's on rxe0)
   -q, --quiet        no progress output
   -h, --help         show this help
@@ -86,6 +89,7 @@ export async function main(argv: string[]): Promise<number> {
       device: { type: 'string', short: 'd', default: 'soft0' },
       'gid-index': { type: 'string', short: 'g' },
       scale: { type: 'string' },
+      depths: { type: 'string' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -102,9 +106,6 @@ export async function main(argv: string[]): Promise<number> {
     }
     await writePage(saved, options.report ?? path.join(RESULTS_DIR, 'report.html'));
     return 0;
-  }
-  if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
-    throw new Error('the benchmarks need gc(): run them with node --expose-gc (bench/run.js does)');
   }
   const only = options.only === undefined ? [...SUITES] : options.only.split(',').map((s) => s.trim());
   for (const s of only) {
@@ -123,9 +124,19 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`bench: --scale must be a number in (0, 10], got ${options.scale}\n`);
     return 2;
   }
+  const depths = options.depths?.split(',').map((d) => Number(d.trim()));
+  if (depths && !depths.every((d) => Number.isInteger(d) && d >= 1 && d <= 65536)) {
+    process.stderr.write(`bench: --depths must be CQ depths (integers in [1, 65536]) separated by commas, got ${options.depths}\n`);
+    return 2;
+  }
+  // After the options: a mistake in them is reported however the runner was started.
+  if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
+    throw new Error('the benchmarks need gc(): run them with node --expose-gc (bench/run.js does)');
+  }
   const cfg: RunConfig = {
     quick: !!options.quick,
     scale,
+    depths,
     device: options.device ?? 'soft0',
     gidIndex,
     log: options.quiet ? () => undefined : (line: string) => process.stderr.write(`${line}\n`),

@@ -16,6 +16,8 @@ export interface RunConfig {
    * thousand WCs a second, where soft0 moves millions.
    */
   scale?: number;
+  /** The throughput suite's CQ depths, producer unlimited, and no paced runs (`--depths`); undefined: its defaults. */
+  depths?: number[];
   log: (line: string) => void;
 }
 

@@ -38,8 +38,8 @@ export interface ThroughputConfig {
 
 export async function throughput(cfg: RunConfig) {
   const q = cfg.quick;
-  const depths = q ? [256, 4096] : [64, 256, 1024, 4096];
-  const paced = q ? [{ depth: 1024, rate: 200_000 }] : [{ depth: 1024, rate: 100_000 }, { depth: 1024, rate: 400_000 }];
+  const depths = cfg.depths ?? (q ? [256, 4096] : [64, 256, 1024, 4096]);
+  const paced = cfg.depths ? [] : q ? [{ depth: 1024, rate: 200_000 }] : [{ depth: 1024, rate: 100_000 }, { depth: 1024, rate: 400_000 }];
   const total = scaled(cfg, q ? 150_000 : 1_000_000, 1000);
   const pacedSeconds = (q ? 0.4 : 2) * (cfg.scale ?? 1);
   // Five rounds: the CPU per WC is their median (bestOf).

@@ -12,7 +12,7 @@ import { goalOf } from '../../bench/suites/charts';
 import { logHistogram } from '../../bench/suites/histogram';
 import { main } from '../../bench/suites/main';
 import { renderPage } from '../../bench/suites/page';
-import type { Results } from '../../bench/suites/report';
+import { formatResults, type Results } from '../../bench/suites/report';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'bench-results.json');
 const fixture = (): Results => JSON.parse(fs.readFileSync(FIXTURE, 'utf8')) as Results;
@@ -132,6 +132,21 @@ describe('bench report page', () => {
     expect(page).toContain(`<td>native-event</td><td class="num">${r.latency!.variants['native-event'].p50.toFixed(1)}</td>`);
   });
 
+  it('table 1b: each variant\'s page faults per 1,000 WCs and their cost at the fault cost the run measured; none in results saved before faults were counted', () => {
+    expect(formatResults(fixture())).not.toMatch(/1b\. Page faults/);
+    const r = fixture();
+    const t = r.throughput!;
+    t.machine = { pageFaultNs: 12_000, syscallNs: 1_100 };
+    t.configs[0].runs.fast.faultsPerKWc = 1.5;
+    t.configs[0].runs.native.faultsPerKWc = 0;
+    const text = formatResults(r);
+    expect(text).toMatch(/1b\. Page faults of the whole process per 1,000 WCs .* at 12\.0 us a fault, measured here \(an empty system call: 1\.10 us\)/);
+    // Depth 256 unpaced: 1.5 faults per 1,000 WCs at 12 us is 18 ns per WC; a variant without a count shows none.
+    const row = text.split('\n').find((l) => /^\| 256 +\| +max \|.*ns\/WC/.test(l));
+    expect(row).toBeDefined();
+    expect(row!.split('|').map((c) => c.trim())).toEqual(['', '256', 'max', '0.00 (0.0 ns/WC)', '1.50 (18.0 ns/WC)', '']);
+  });
+
   it('renders in headless Chromium: every chart has drawn marks and its axis titles', () => {
     const chromium = findChromium();
     if (!chromium) {
@@ -208,6 +223,20 @@ describe('bench report page', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('--depths takes CQ depths only: anything else is refused in one line, exit status 2, before anything runs', async () => {
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      for (const bad of ['0', '64,x', '64,,256', '1.5', '70000']) {
+        stderr.mockClear();
+        expect(await main(['--only', 'throughput', '--depths', bad])).toBe(2);
+        expect(stderr.mock.calls).toHaveLength(1);
+        expect(String(stderr.mock.calls[0]?.[0])).toMatch(/^bench: --depths must be CQ depths \(integers in \[1, 65536\]\) separated by commas, got /);
+      }
+    } finally {
+      stderr.mockRestore();
+    }
+  });
 });
 
 describe('bench helpers behind the page', () => {

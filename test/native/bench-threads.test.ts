@@ -32,6 +32,16 @@ describe('benchmark threads under hostile JavaScript', () => {
     }
   });
 
+  // Not a thread, but the bench addon's: what a page fault and a system call cost.
+  it('machineCosts measures a first-touch page fault and an empty system call: each a positive time under a millisecond', () => {
+    const { pageFaultNs, syscallNs } = benchAddon.load().machineCosts();
+    for (const ns of [pageFaultNs, syscallNs]) {
+      expect(Number.isFinite(ns)).toBe(true);
+      expect(ns).toBeGreaterThan(0);
+      expect(ns).toBeLessThan(1e6);
+    }
+  });
+
   itSoft("the native ping's modes: event, poll and spin each time every round trip; another mode is a RangeError", () => {
     const bench = benchAddon.load();
     for (const mode of ['event', 'poll', 'spin'] as const) {
