@@ -108,6 +108,8 @@ export class CmChannel implements CmChannelPort, CmEventOwner {
       qpNum: e.qpNum,
       responderResources: e.responderResources,
       initiatorDepth: e.initiatorDepth,
+      retryCount: e.retryCount,
+      rnrRetryCount: e.rnrRetryCount,
       established: e.established,
       error: e.error,
     };

@@ -1,6 +1,7 @@
-import { asyncScheduler, Observable, SchedulerLike } from 'rxjs';
+import { asyncScheduler, Observable, SchedulerLike, throwError } from 'rxjs';
 import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
 import { ConnectTimeoutError } from '../core/cm-errors';
+import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
@@ -40,7 +41,8 @@ const RESOLVE_MS = 2000;
  *   56 bytes); `timeoutMs` (default 10000); `retryCount` (default 6) and
  *   `rnrRetryCount` (default 7); `provider` or `cm`; the verbs
  *   options (`pd`, `sendCq`, `recvCq`, `sharedCq`, `channel`, `cqe`, `cap`).
- * @throws TypeError / RangeError (synchronously) for bad options, before anything is sent.
+ * Bad options (TypeError / RangeError) error the Observable when it is
+ * subscribed, before anything is sent; it never throws.
  * @see {@link connect}
  */
 export function connect$<R extends ConnectionResources, O extends object>(
@@ -48,7 +50,14 @@ export function connect$<R extends ConnectionResources, O extends object>(
 ): Observable<Connection<R>>;
 export function connect$(options: ConnectionOptions): Observable<Connection<VerbsResources>>;
 export function connect$<R extends ConnectionResources>(options: ConnectionOptions): Observable<Connection<R>> {
-  const plan = planAttempt<R>(options);
+  let plan: AttemptPlan<R>;
+  try {
+    plan = planAttempt<R>(options);
+  } catch (err) {
+    // Bad options: every subscription errors with the TypeError / RangeError
+    // at once, before anything is sent (Observable APIs never throw, DESIGN §4).
+    return throwError(() => err);
+  }
   return new Observable<Connection<R>>((subscriber) => {
     const attempt = new ConnectAttempt<R>(
       plan,
@@ -88,8 +97,8 @@ function planAttempt<R extends ConnectionResources>(options: ConnectionOptions):
     peer: { host, port },
     privateData: checkPrivateData(opts.privateData, 'connect'),
     timeoutMs: checkMs(opts.timeoutMs, 'timeoutMs', 10_000),
-    retryCount: checkInt(opts.retryCount, 'retryCount', 0, 7, 6),
-    rnrRetryCount: checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7),
+    retryCount: checkInt(opts.retryCount, 'retryCount', 0, 7, DEFAULT_RETRY_COUNT),
+    rnrRetryCount: checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, DEFAULT_RNR_RETRY_COUNT),
     // A CM port other than the native one (the testing kit's) runs in RxJS
     // time, virtual inside TestScheduler.run: so does its timeout.
     scheduler: schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler),
@@ -211,7 +220,7 @@ class ConnectAttempt<R extends ConnectionResources> {
           const resources = this.resources!;
           plan.cm.modifyQp(id, resources, 'INIT');
           plan.cm.modifyQp(id, resources, 'RTR');
-          plan.cm.modifyQp(id, resources, 'RTS');
+          plan.cm.modifyQp(id, resources, 'RTS', { rnrRetryCount: plan.rnrRetryCount });
           id.establish();
           this.established(e);
           return;
@@ -243,15 +252,14 @@ class ConnectAttempt<R extends ConnectionResources> {
  * @returns the established connection; rejects with a typed error
  *   (`ConnectionRejectedError`, `UnreachableError`, `AddressResolutionError`,
  *   `RouteResolutionError`, `ConnectError`, `ConnectTimeoutError`,
- *   `DeviceRemovedError`) with everything released.
- * @throws TypeError / RangeError (synchronously) for bad options.
+ *   `DeviceRemovedError`) with everything released; rejects with
+ *   TypeError / RangeError for bad options (never throws).
  */
 export function connect<R extends ConnectionResources, O extends object>(
   options: Omit<ConnectionOptions, 'cm' | 'prepare' | keyof VerbsResourceOptions> & O & { cm: CmPort<R, O>; prepare?: (resources: R) => void },
 ): Promise<Connection<R>>;
 export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
-  // Checked before the promise exists: bad options throw synchronously, as with connect$.
-  const plan = planAttempt<ConnectionResources>(options);
-  return new Promise((resolve, reject) => new ConnectAttempt(plan, resolve, reject).start());
+  // Bad options reject (a Promise API never throws, DESIGN §4), before anything is sent.
+  return new Promise((resolve, reject) => new ConnectAttempt(planAttempt<ConnectionResources>(options), resolve, reject).start());
 }

@@ -1,6 +1,6 @@
 import { AsyncSubject, Observable } from 'rxjs';
 import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
-import { DeviceRemovedError } from '../core/cm-errors';
+import { DeviceRemovedError, ResourcesClosedError } from '../core/cm-errors';
 import type { SharedCmChannel } from './router';
 import type { VerbsResources } from './native-port';
 
@@ -36,7 +36,12 @@ type Field<R, K extends string> = R extends { readonly [key in K]: infer V } ? V
  * completes. Nothing is released until {@link Connection.close}, so those
  * completions can still be read. If the device goes away
  * (`DEVICE_REMOVAL`), `disconnected$` and the CQ streams fail with
- * {@link DeviceRemovedError}.
+ * {@link DeviceRemovedError}; if its QP is closed under it (its PD, or the
+ * context of a PD it borrowed, closed by its user), the connection
+ * disconnects and they fail with {@link ResourcesClosedError}.
+ *
+ * Its `context` is the connection manager's shared one, leased: its
+ * `close()` is refused (see `releaseCmContext()`).
  *
  * @typeParam R the verbs resources: the native ones ({@link VerbsResources})
  *   or, under `rx-verbs/testing`, virtual ones.
@@ -66,6 +71,7 @@ export class Connection<R extends ConnectionResources = VerbsResources> {
     this.localAddress = parts.localAddress;
     this.disconnected$ = this.ended.asObservable();
     for (const shared of parts.channels) shared.on(parts.id, (e) => this.handleEvent(e));
+    parts.port.watchResources?.(parts.resources, () => this.resourcesLost());
   }
 
   /** The queue pair, in RTS. */
@@ -172,6 +178,20 @@ export class Connection<R extends ConnectionResources = VerbsResources> {
       default:
         return; // ESTABLISHED after establish(), and the like
     }
+  }
+
+  /**
+   * Its QP was closed under it (its PD, or the context of a PD it
+   * borrowed): disconnect so the peer hears of it, fail the streams typed.
+   * The rest is released by `close()`, as after any end.
+   */
+  private resourcesLost(): Error | undefined {
+    if (this.isClosed || this.isDisconnected) return undefined;
+    const error = new ResourcesClosedError(this.peerAddress ?? undefined);
+    this.isDisconnected = true;
+    attempt(() => this.parts.id.disconnect());
+    this.ended.error(error);
+    return error;
   }
 
   private end(how: Disconnect): void {

@@ -12,5 +12,6 @@ export { ConnectionRequest } from './request';
 export { CmChannel } from './cm-channel';
 export { CmId } from './cm-id';
 export { rdmacmStatus, softCmAddresses, cmProviderFor, createCmChannel, NativeCmPort, openCmContext, releaseCmContext } from './native-port';
+export { shutdownCm } from './shutdown';
 export type { CmProvider, VerbsResources, VerbsResourceOptions } from './native-port';
 export type { ConnectionOptions, ListenOptions, AcceptOptions, CmCommonOptions } from './options';

@@ -1,6 +1,6 @@
 import { binding } from '../native/binding';
 import { describe } from '../verbs/validate';
-import type { CmConnParam, CmIdPort, CmPort, CmQpState, ConnectionResources } from '../core/cm';
+import type { CmConnParam, CmIdPort, CmOwnQpAttrs, CmPort, CmQpState, ConnectionResources } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Pd } from '../verbs/pd';
 import { Cq } from '../verbs/cq';
@@ -8,7 +8,8 @@ import { CompletionChannel } from '../verbs/channel';
 import type { Qp, QpCapOptions } from '../verbs/qp';
 import { CmChannel } from './cm-channel';
 import { CmId } from './cm-id';
-import { releaseCmContext } from './shared-context';
+import { leaseIfShared, releaseCmContext } from './shared-context';
+import { Srq } from '../verbs/srq';
 
 /** Which native CM serves an address: librdmacm, or the in-process soft CM of soft devices. */
 export type CmProvider = 'rdmacm' | 'soft';
@@ -27,6 +28,8 @@ export interface VerbsResources extends ConnectionResources {
   readonly sendCq: Cq;
   readonly recvCq: Cq;
   readonly qp: Qp;
+  /** The shared receive queue its QP takes receives from (borrowed), if one was given. */
+  readonly srq: Srq | undefined;
 }
 
 /** Options of a connection's verbs resources (on `connect` and `accept`). */
@@ -50,6 +53,13 @@ export interface VerbsResourceOptions {
   cqe?: number;
   /** QP capacities (default: 64 WRs each way, 1 SGE, no inline). */
   cap?: QpCapOptions;
+  /**
+   * A shared receive queue the QP takes its receives from (borrowed), as
+   * servers with many connections do: post receives to it, not to the QP.
+   * It must be on the connection's PD (`pd`, default: the SRQ's own), and
+   * on rdma_cm on the CM's context (make it on `openCmContext()`'s).
+   */
+  srq?: Srq;
 }
 
 const QP_STATES: Record<CmQpState, number> = { INIT: 1, RTR: 2, RTS: 3, ERR: 6 };
@@ -70,8 +80,11 @@ class NativeResources implements VerbsResources {
     readonly sendCq: Cq,
     readonly recvCq: Cq,
     readonly qp: Qp,
+    readonly srq: Srq | undefined,
     readonly owned: Owned,
   ) {}
+  /** Set once `releaseResources()` ran: it ends the context's lease once only. */
+  released = false;
   get qpNum(): number {
     return this.qp.qpNum;
   }
@@ -135,9 +148,16 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
 
   createResources(id: CmIdPort, options: VerbsResourceOptions): VerbsResources {
     const cmId = asCmId(id);
-    const { pd: givenPd, sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap, sharedCq = false } = options;
+    const { sendCq: givenSend, recvCq: givenRecv, channel: givenChannel, cqe = 256, cap, sharedCq = false, srq } = options;
     if (typeof sharedCq !== 'boolean') throw new TypeError(`sharedCq must be a boolean, got ${describe(sharedCq)}`);
-    const owned: Owned = { context: !givenPd, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: !givenRecv };
+    if (srq !== undefined && !(srq instanceof Srq)) throw new TypeError(`srq must be an Srq from pd.createSrq(), got ${describe(srq)}`);
+    if (srq?.closed) throw Object.assign(new Error('srq is closed'), { code: 'EBADF' });
+    if (srq && options.pd !== undefined && options.pd !== srq.pd) throw new TypeError('srq must be on the connection\'s pd (pd.createSrq())');
+    const givenPd = options.pd ?? srq?.pd;
+    // A connection leases the CM's shared context for its life, also when it
+    // borrows a PD made on it: releasing that PD's lease then closes nothing under it.
+    const leased = givenPd ? leaseIfShared(givenPd.context) : true;
+    const owned: Owned = { context: leased, pd: !givenPd, channel: false, sendCq: !givenSend, recvCq: !givenRecv };
     const context = givenPd ? givenPd.context : cmId.openContext();
     const things: Array<{ close(): void }> = [];
     try {
@@ -156,9 +176,10 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
       const qp = pd.createQp({
         sendCq,
         recvCq,
-        cap: { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 1, maxRecvSge: 1, ...cap },
+        srq,
+        cap: { maxSendWr: 64, maxRecvWr: srq ? 0 : 64, maxSendSge: 1, maxRecvSge: srq ? 0 : 1, ...cap },
       });
-      return new NativeResources(context, pd, channel, sendCq, recvCq, qp, owned);
+      return new NativeResources(context, pd, channel, sendCq, recvCq, qp, srq, owned);
     } catch (err) {
       // The context is shared: close only what was made here, newest first.
       for (const thing of things.reverse()) {
@@ -173,8 +194,8 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
     }
   }
 
-  modifyQp(id: CmIdPort, resources: VerbsResources, state: CmQpState): void {
-    asCmId(id).native.modifyQp(resources.qp.native, QP_STATES[state]);
+  modifyQp(id: CmIdPort, resources: VerbsResources, state: CmQpState, own?: CmOwnQpAttrs): void {
+    asCmId(id).native.modifyQp(resources.qp.native, QP_STATES[state], own?.rnrRetryCount);
   }
 
   connectAndEstablish(id: CmIdPort, resources: VerbsResources, param: CmConnParam): void {
@@ -187,8 +208,22 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
     resources.context.failAsync(error);
   }
 
+  watchResources(resources: VerbsResources, lost: () => Error | undefined): void {
+    const r = resources as NativeResources;
+    r.qp.onClosed = () => {
+      if (r.released) return;
+      const error = lost();
+      if (!error) return;
+      // The connection's own CQs end with it; borrowed ones serve others too.
+      const owned = [r.owned.sendCq ? r.sendCq : undefined, r.owned.recvCq ? r.recvCq : undefined];
+      for (const cq of new Set(owned)) if (cq && !cq.closed) cq.fail(error);
+    };
+  }
+
   releaseResources(resources: VerbsResources): void {
     const r = resources as NativeResources;
+    if (r.released) return;
+    r.released = true;
     r.qp.close();
     for (const cq of [r.owned.recvCq ? r.recvCq : undefined, r.owned.sendCq ? r.sendCq : undefined]) {
       if (!cq || cq.closed) continue;
@@ -204,10 +239,20 @@ export class NativeCmPort implements CmPort<VerbsResources, VerbsResourceOptions
 /**
  * The Context of the device whose CM answers on `host`: the one connections
  * on that device use (for librdmacm, the CM's own `ibv_context`, shared).
- * Make PDs, channels and CQs on it for connections to borrow (`accept({ pd,
- * channel })`): on librdmacm a QP must be on the CM's context. The caller
- * is one user of it: hand it back with {@link releaseCmContext}, never
- * `close()`, when done.
+ * Make PDs, SRQs, channels and CQs on it for connections to borrow
+ * (`accept({ pd, srq, channel })`): on librdmacm a QP must be on the CM's
+ * context. Each call is one lease: hand it back once with
+ * {@link releaseCmContext} when done (its `close()` is refused). When the
+ * last lease ends (connections hold one each), everything still made on
+ * the context is closed in the safe order.
+ *
+ * ```ts
+ * const ctx = openCmContext('127.0.0.1');
+ * const pd = ctx.allocPd();
+ * const srq = pd.createSrq({ maxWr: 1024 });
+ * // ... accept({ srq }) on many requests ...
+ * releaseCmContext(ctx); // the last lease: closes the SRQ and the PD
+ * ```
  */
 export function openCmContext(host: string, provider?: CmProvider): Context {
   const channel = createCmChannel(cmProviderFor(host, provider));

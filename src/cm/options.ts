@@ -1,4 +1,5 @@
 import type { SchedulerLike } from 'rxjs';
+import type { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import type { CmPort, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
 import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
@@ -29,18 +30,19 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
   timeoutMs?: number;
   /**
    * How often the QP resends a packet the peer did not acknowledge before
-   * its work request fails with `RETRY_EXC_ERR` (0-7, default 6; over
-   * rdma_cm the peer's QP gets the same count). A peer that vanished
-   * without a word (its link or host gone) is noticed only this way, after
-   * about (retryCount + 1) x the QP's ACK timeout, which the CM derives
-   * from the route (about 2 s a try on rxe). Not 7 by default: rxe
-   * (Soft-RoCE) retries for ever at 7.
+   * its work request fails with `RETRY_EXC_ERR` (0-7, default
+   * {@link DEFAULT_RETRY_COUNT}, which says why not 7). Sent with the
+   * request: the peer's QP gets the same count (the CM gives the passive
+   * side the requester's).
    */
   retryCount?: number;
   /**
    * How often the QP resends after the peer answered "receiver not ready"
-   * (0-7, default 7: for ever, as librdmacm and rping do; a peer that is
-   * gone sends no such answer, so this never hides a dead peer).
+   * (0-7, default {@link DEFAULT_RNR_RETRY_COUNT}: for ever). This side's
+   * QP gets it, and it is sent with the request, so the peer's QP gets it
+   * too unless its `accept({ rnrRetryCount })` says otherwise. With 0 an
+   * empty receive queue at the peer fails the SEND with `RNR_RETRY_EXC_ERR`
+   * at once: what a protocol that keeps the peer stocked wants.
    */
   rnrRetryCount?: number;
   /**
@@ -78,6 +80,12 @@ export interface AcceptOptions<R extends ConnectionResources = VerbsResources> e
   prepare?: (resources: R) => void;
   /** Sent with the accept: at most 196 bytes. */
   privateData?: Uint8Array | string;
+  /**
+   * This side's QP's RNR retry count (0-7), also sent with the accept.
+   * Default: the one the request carried (the peer's `rnrRetryCount`), so
+   * both QPs of a connection retry alike.
+   */
+  rnrRetryCount?: number;
   /**
    * Keep the new connection off any channel closing the listener would
    * close (default true). The native CMs already route the listener and

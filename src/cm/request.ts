@@ -5,7 +5,7 @@ import { setupFailure } from './failures';
 import type { VerbsResources } from './native-port';
 import type { AcceptOptions } from './options';
 import { SharedCmChannel } from './router';
-import { checkFunction, checkPrivateData } from './validate';
+import { checkBoolean, checkFunction, checkInt, checkPrivateData } from './validate';
 import { describe } from '../verbs/validate';
 
 /** @internal What a request needs of its listener. */
@@ -68,20 +68,32 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
    * `privateData` and resolves once the connection is established. By
    * default the connection's id moves to its own CM channel
    * (`rdma_migrate_id`), so closing the listener never touches it.
-   * @throws RangeError (synchronously) for private data over 196 bytes;
-   *   TypeError for bad options.
-   * @returns the connection; rejects with a typed error, everything
+   * @returns the connection; rejects with a TypeError / RangeError for bad
+   *   options (private data over 196 bytes, say: the request stays
+   *   pending), or with a typed error, everything
    *   released: {@link RequestAnsweredError} when already answered,
    *   {@link DisconnectedError} when the peer gave up,
    *   {@link ListenerClosedError} when the listener closed first.
    */
   accept(options?: AcceptOptions<R> & Record<string, unknown>): Promise<Connection<R>> {
-    const opts: AcceptOptions<R> = options === undefined ? {} : { ...checkOptions(options) };
-    const prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
-    const privateData = checkPrivateData(opts.privateData, 'accept');
-    const ownChannel = opts.ownChannel ?? true;
-    if (typeof ownChannel !== 'boolean') throw new TypeError(`ownChannel must be a boolean, got ${describe(ownChannel)}`);
+    let opts: AcceptOptions<R>;
+    let prepare: ((r: R) => void) | undefined;
+    let privateData: Uint8Array;
+    let ownChannel: boolean;
+    let rnrRetryCount: number | undefined;
+    try {
+      opts = options === undefined ? {} : { ...checkOptions(options) };
+      prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
+      privateData = checkPrivateData(opts.privateData, 'accept');
+      ownChannel = checkBoolean(opts.ownChannel, 'ownChannel', true);
+      rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
+    } catch (err) {
+      // Bad options reject, the request still pending (a Promise API never throws, DESIGN §4).
+      return Promise.reject(err);
+    }
     if (this.state !== 'pending') return Promise.reject(this.answeredError());
+    // Unless told, this side's QP retries as the peer asked, and says so back.
+    const ownQp = { rnrRetryCount: rnrRetryCount ?? this.parts.event.rnrRetryCount };
     this.state = 'accepted';
     const { port, id, listenerChannel } = this.parts;
     const peer = this.peerAddress ?? undefined;
@@ -137,10 +149,10 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
         this.answering(() => {
           port.modifyQp(id, r, 'INIT');
           port.modifyQp(id, r, 'RTR');
-          port.modifyQp(id, r, 'RTS');
+          port.modifyQp(id, r, 'RTS', ownQp);
         });
         prepare?.(resources);
-        this.answering(() => id.accept({ qpNum: r.qpNum, privateData }));
+        this.answering(() => id.accept({ qpNum: r.qpNum, privateData, rnrRetryCount: ownQp.rnrRetryCount, srq: r.srq !== undefined }));
       } catch (err) {
         fail(err);
       } finally {

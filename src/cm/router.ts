@@ -37,6 +37,11 @@ export class SharedCmChannel {
     this.refd = !kept;
   }
 
+  /** How many users (ids) hold it now. */
+  get userCount(): number {
+    return this.users;
+  }
+
   /** Whether it can take more users (not closed, its event stream not failed). */
   get usable(): boolean {
     return !this.failed && !this.channel.closed;
@@ -80,6 +85,15 @@ export class SharedCmChannel {
     this.handlers.clear();
     this.unrefd.clear();
     this.channel.close();
+  }
+
+  /** Closes a kept channel nobody uses (shutting the CM down). */
+  closeIdle(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+    this.handlers.clear();
+    this.unrefd.clear();
+    if (!this.channel.closed) this.channel.close();
   }
 
   /** The owner of `id` lets the process exit while the channel is watched for it. */
@@ -154,4 +168,25 @@ export function cmChannelFor(port: Pick<CmPort, 'createChannel'>, host: string):
     kept.set(port.provider, shared);
   }
   return shared.acquire();
+}
+
+/**
+ * The kept channels' users, by provider (`['soft (2 ids)']`), for
+ * `shutdownCm()`'s refusal; empty when none is in use.
+ */
+export function busyCmChannels(): string[] {
+  const out: string[] = [];
+  for (const [provider, shared] of kept) {
+    const n = shared.userCount;
+    if (n > 0 && shared.usable) out.push(`the ${provider} CM channel (${n} id${n === 1 ? '' : 's'})`);
+  }
+  return out;
+}
+
+/** Closes the kept channels (none in use: see {@link busyCmChannels}); later calls make new ones. */
+export function closeKeptCmChannels(): void {
+  for (const [provider, shared] of [...kept]) {
+    kept.delete(provider);
+    shared.closeIdle();
+  }
 }

@@ -54,3 +54,10 @@ export function checkInt(value: unknown, what: string, min: number, max: number,
   if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${value}`);
   return value;
 }
+
+/** An optional boolean. */
+export function checkBoolean(value: unknown, what: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new TypeError(`${what} must be a boolean, got ${describe(value)}`);
+  return value;
+}

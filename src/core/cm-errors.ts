@@ -15,6 +15,7 @@ export const CM_ERROR_CODES = {
   CONNECT: 'ERR_CM_CONNECT',
   TIMEOUT: 'ERR_CM_TIMEOUT',
   DEVICE_REMOVED: 'ERR_CM_DEVICE_REMOVED',
+  RESOURCES_CLOSED: 'ERR_CM_RESOURCES_CLOSED',
   DISCONNECTED: 'ERR_CM_DISCONNECTED',
   ANSWERED: 'ERR_CM_ANSWERED',
   LISTENER_CLOSED: 'ERR_CM_LISTENER_CLOSED',
@@ -121,6 +122,19 @@ export class ConnectTimeoutError extends CmError {
   constructor(timeoutMs: number, peer?: CmAddress) {
     super(`Connecting to${where(peer)} timed out after ${timeoutMs} ms`, { peer });
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The connection's queue pair was closed under it by something other than
+ * `connection.close()` (its PD or the context of a PD it borrowed was
+ * closed): the connection is disconnected and its streams end with this.
+ */
+export class ResourcesClosedError extends CmError {
+  override readonly name = 'ResourcesClosedError';
+  readonly code = CM_ERROR_CODES.RESOURCES_CLOSED;
+  constructor(peer?: CmAddress) {
+    super(`The queue pair of the connection to${where(peer)} was closed under it (its PD or context was closed)`, { peer });
   }
 }
 

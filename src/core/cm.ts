@@ -60,6 +60,16 @@ export interface CmConnParam {
   srq?: boolean;
 }
 
+/**
+ * What a side sets on its own QP over what the CM derives. The CM gives each
+ * QP the RNR retry count its *peer's* message carried (the kernel's IB CM
+ * does so), so a count chosen on one side reaches that side's QP only here.
+ */
+export interface CmOwnQpAttrs {
+  /** 0-7 (7: for ever). */
+  rnrRetryCount?: number;
+}
+
 /** One CM event, copied and already acked (nothing a consumer does can leave it unacked). */
 export interface CmEvent<Id = CmIdPort> {
   readonly type: CmEventType | 'UNKNOWN';
@@ -75,6 +85,10 @@ export interface CmEvent<Id = CmIdPort> {
   readonly qpNum: number;
   readonly responderResources: number;
   readonly initiatorDepth: number;
+  /** `CONNECT_REQUEST`, `CONNECT_RESPONSE`: the retry count the peer's message carried. */
+  readonly retryCount?: number;
+  /** `CONNECT_REQUEST`, `CONNECT_RESPONSE`: the RNR retry count the peer's message carried (for this side's QP). */
+  readonly rnrRetryCount?: number;
   /**
    * `CONNECT_RESPONSE` only, from a port that answers it itself (see
    * {@link CmPort.connectAndEstablish}): the QP is in RTS and the connection established.
@@ -156,6 +170,8 @@ export interface ConnectionResources {
   /** Send and receive CQs (one object when they are shared). */
   readonly sendCq: CqLike;
   readonly recvCq: CqLike;
+  /** The shared receive queue its QP takes receives from, if any. */
+  readonly srq?: unknown;
   /** True once released. */
   readonly closed: boolean;
 }
@@ -176,8 +192,12 @@ export interface CmPort<R extends ConnectionResources = ConnectionResources, O e
    * which it then never closes).
    */
   createResources(id: CmIdPort, options: O): R;
-  /** Moves the resources' QP to `state` with what the CM derives for `id`'s connection. */
-  modifyQp(id: CmIdPort, resources: R, state: CmQpState): void;
+  /**
+   * Moves the resources' QP to `state` with what the CM derives for `id`'s
+   * connection; at RTS, `own.rnrRetryCount` replaces the RNR retry count
+   * the CM took from the peer's message (this side's own choice).
+   */
+  modifyQp(id: CmIdPort, resources: R, state: CmQpState, own?: CmOwnQpAttrs): void;
   /**
    * Optional: sends the connect request for `resources`' QP and, when the
    * response comes, moves that QP to RTS and establishes before the
@@ -188,6 +208,12 @@ export interface CmPort<R extends ConnectionResources = ConnectionResources, O e
   connectAndEstablish?(id: CmIdPort, resources: R, param: CmConnParam): void;
   /** The device went away under the connection: its verbs streams end with `error`. */
   failResources(resources: R, error: Error): void;
+  /**
+   * Optional: calls `lost` once if the resources' QP is closed by anything
+   * but {@link CmPort.releaseResources} (its PD or context closed under it);
+   * the error it returns (if any) ends the streams the connection owns.
+   */
+  watchResources?(resources: R, lost: () => Error | undefined): void;
   /** Releases what `createResources` made (never what was borrowed), in the safe order. Idempotent. */
   releaseResources(resources: R): void;
 }

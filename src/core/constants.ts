@@ -130,3 +130,22 @@ export const PORT_STATE_NAMES = ['NOP', 'DOWN', 'INIT', 'ARMED', 'ACTIVE', 'ACTI
 
 /** MTU in bytes for `enum ibv_mtu` values 1..5. */
 export const MTU_BYTES = [0, 256, 512, 1024, 2048, 4096] as const;
+
+/**
+ * How often an RC QP resends a packet its peer did not acknowledge before
+ * the work request fails with `RETRY_EXC_ERR`, when the caller does not say
+ * (`qp.connect()`'s `retryCnt`, the CM's `retryCount`). A peer that vanished
+ * without a word (its link or host gone) is noticed only this way, after
+ * about (count + 1) x the QP's ACK timeout. Not 7, the most IB allows:
+ * rxe (Soft-RoCE) then retries for ever.
+ */
+export const DEFAULT_RETRY_COUNT = 6;
+
+/**
+ * How often an RC QP resends after its peer answered "receiver not ready",
+ * when the caller does not say: 7, for ever (as librdmacm and rping do). A
+ * peer that is gone sends no such answer, so this never hides a dead peer;
+ * a protocol that keeps its peer's receive queue stocked (credits) can ask
+ * for 0 and turn any slip into a failed completion.
+ */
+export const DEFAULT_RNR_RETRY_COUNT = 7;

@@ -415,7 +415,7 @@ export declare class NativeCmId {
   /** Whether QPs made on `context` can serve this id (librdmacm: it is the CM's own ibv_context). */
   servesContext(context: NativeContext): boolean;
   /** Moves `qp` to INIT (1), RTR (2), RTS (3) or ERR (6) with what the CM derives (`rdma_init_qp_attr`). */
-  modifyQp(qp: NativeQp, state: number): void;
+  modifyQp(qp: NativeQp, state: number, rnrRetry?: number): void;
   /**
    * With `qp`, the channel's reader answers CONNECT_RESPONSE itself: `qp`
    * to INIT (again, now with remote access), RTR, RTS, then

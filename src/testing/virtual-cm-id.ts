@@ -32,6 +32,8 @@ export class VirtualCmId implements CmIdPort {
   peer: VirtualCmId | undefined;
   /** What the connect / accept sent (private data, QP number). */
   sent: CmConnParam | undefined;
+  /** Whether it connected out (the active side). */
+  active = false;
   private current: VirtualCmChannel;
 
   /** @internal */
@@ -84,6 +86,7 @@ export class VirtualCmId implements CmIdPort {
   connect(param: CmConnParam): void {
     this.check('connect', 'routed');
     this.sent = param;
+    this.active = true;
     this.state = 'connecting';
     this.fabric.connect(this, param);
   }

@@ -9,8 +9,10 @@ import {
   CmEventType,
   CmIdPort,
   CmPort,
+  CmOwnQpAttrs,
   CmQpState,
 } from '../core/cm';
+import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import { VirtualCmChannel } from './virtual-cm-channel';
 import { VirtualCmId, VirtualFabric } from './virtual-cm-id';
 import { makeVirtualResources, VirtualResourceOptions, VirtualResources } from './virtual-resources';
@@ -31,6 +33,11 @@ export interface VirtualCmOptions {
 
 const ERRNO_ETIMEDOUT = -110;
 const key = (a: CmAddress) => `${a.host}|${a.port}`;
+
+/** The retry counts a connect or accept carries, as its peer's event reports them. */
+function retries(param: CmConnParam): Pick<CmEvent, 'retryCount' | 'rnrRetryCount'> {
+  return { retryCount: param.retryCount ?? DEFAULT_RETRY_COUNT, rnrRetryCount: param.rnrRetryCount ?? DEFAULT_RNR_RETRY_COUNT };
+}
 
 function event(type: CmEventType, id: CmIdPort, extra?: Partial<CmEvent>): CmEvent {
   return { type, status: 0, id, privateData: new Uint8Array(0), qpNum: 0, responderResources: 1, initiatorDepth: 1, ...extra };
@@ -191,11 +198,21 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     return makeVirtualResources(this.nextQpNum++, options ?? {});
   }
 
-  /** Moves the virtual QP. */
-  modifyQp(_id: CmIdPort, resources: VirtualResources, state: CmQpState): void {
+  /**
+   * Moves the virtual QP. At RTS it takes its retry counts as the kernel's
+   * CM gives them: the active side's retry count is its own, the passive
+   * side's the request's; each side's RNR retry count is the one its peer
+   * sent, unless `own` says otherwise.
+   */
+  modifyQp(id: CmIdPort, resources: VirtualResources, state: CmQpState, own?: CmOwnQpAttrs): void {
     if (resources.qp.closed) throw Object.assign(new Error('modifyQp on a destroyed QP'), { code: 'EBADF' });
     if (state !== 'ERR') this.ensureDevice();
     resources.qp.state = state;
+    if (state !== 'RTS') return;
+    const self = id as VirtualCmId;
+    const theirs = self.peer?.sent;
+    resources.qp.retryCount = (self.active ? self.sent?.retryCount : theirs?.retryCount) ?? DEFAULT_RETRY_COUNT;
+    resources.qp.rnrRetryCount = own?.rnrRetryCount ?? theirs?.rnrRetryCount ?? DEFAULT_RNR_RETRY_COUNT;
   }
 
   /** The channel of the CQs fails with `error`. */
@@ -276,7 +293,9 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
   accept(id: VirtualCmId, param: CmConnParam): void {
     this.ensureDevice();
     const active = id.peer;
-    this.later(active, () => event('CONNECT_RESPONSE', active!, { privateData: copy(param.privateData), qpNum: param.qpNum }));
+    this.later(active, () =>
+      event('CONNECT_RESPONSE', active!, { privateData: copy(param.privateData), qpNum: param.qpNum, ...retries(param) }),
+    );
   }
 
   /** @internal */
@@ -362,7 +381,9 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     passive.peerAddress = active.localAddress;
     passive.peer = active;
     active.peer = passive;
-    listener.channel.raise(event('CONNECT_REQUEST', passive, { listener, privateData: copy(param.privateData), qpNum: param.qpNum }));
+    listener.channel.raise(
+      event('CONNECT_REQUEST', passive, { listener, privateData: copy(param.privateData), qpNum: param.qpNum, ...retries(param) }),
+    );
   }
 
   /** A scripted peer answers a connect request. */

@@ -6,6 +6,10 @@ import { VirtualCq } from './virtual-cq';
 export class VirtualQp {
   /** `'RESET'` until the CM moves it. */
   state: 'RESET' | CmQpState = 'RESET';
+  /** Set at RTS: how often it resends an unacknowledged packet (as the CM derived it). */
+  retryCount: number | undefined;
+  /** Set at RTS: how often it resends after "receiver not ready" (as the CM derived it, or this side chose). */
+  rnrRetryCount: number | undefined;
   private isClosed = false;
 
   constructor(readonly qpNum: number) {}

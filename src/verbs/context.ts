@@ -217,12 +217,34 @@ export class Context {
    * Closes everything made from this context, its CQs' read events acked
    * first, kind by kind in the safe teardown order (`TEARDOWN_ORDER`), then
    * the device (`ibv_close_device`). Idempotent.
+   * @throws an Error with code `EBUSY` for a connection manager's shared
+   *   context (`conn.context`, `openCmContext()`): its connections share
+   *   it, so none of them may close it (see `releaseCmContext()`).
    */
   close(): void {
+    if (this.native.closed) return;
+    const refusal = this.closeGuard?.();
+    if (refusal) throw refusal;
+    this.destroy();
+  }
+
+  /**
+   * @internal Set by the owner of a shared context: the refusal `close()`
+   * throws (its owner closes it with {@link Context.destroy}).
+   */
+  closeGuard: (() => Error) | undefined;
+
+  /** @internal `close()` without the shared-context guard: for the context's owner. */
+  destroy(): void {
     if (this.native.closed) return;
     this.children.closeAll();
     this.native.close();
     this.asyncSource?.complete();
+  }
+
+  /** @internal Closes everything made from this context (as `close()` does first), keeping the context open. */
+  closeChildren(): void {
+    this.children.closeAll();
   }
 
   /**

@@ -249,5 +249,14 @@ export class Qp {
     if (this.native.closed) return;
     this.native.close();
     this.pd.forget(this);
+    const closed = this.onClosed;
+    this.onClosed = undefined;
+    closed?.();
   }
+
+  /**
+   * @internal Called once when the QP closes, whoever closes it (its PD or
+   * context among them): a connection ends when its QP goes under it.
+   */
+  onClosed: (() => void) | undefined;
 }

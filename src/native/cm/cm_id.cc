@@ -154,7 +154,7 @@ Napi::Value CmIdWrap::ServesContext(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, Guard(env, [&] { return id->serves(ctx); }));
 }
 
-// modifyQp(qp, state)
+// modifyQp(qp, state, rnrRetry?): rnrRetry (0-7) is this QP's own at RTS.
 Napi::Value CmIdWrap::ModifyQp(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   QpWrap* qpw = UnwrapArg<QpWrap>(env, info[0], "qp");
@@ -162,9 +162,10 @@ Napi::Value CmIdWrap::ModifyQp(const Napi::CallbackInfo& info) {
   if (state != qp_state::INIT && state != qp_state::RTR && state != qp_state::RTS && state != qp_state::ERR) {
     throw Napi::RangeError::New(env, "state must be INIT (1), RTR (2), RTS (3) or ERR (6)");
   }
+  int rnr = cm::ReadOptionalRnrRetry(env, info[2], "rnrRetry");
   cm::Id* id = Checked(env, "rdma_init_qp_attr");
   Qp* qp = qpw->Checked(env, "ibv_modify_qp");
-  Guard(env, [&] { id->modify_qp(qp, state); });
+  Guard(env, [&] { id->modify_qp(qp, state, rnr); });
   return env.Undefined();
 }
 
@@ -176,7 +177,11 @@ Napi::Value CmIdWrap::Connect(const Napi::CallbackInfo& info) {
   if (has_qp) UnwrapArg<QpWrap>(env, info[1], "qp")->Checked(env, "rdma_connect");
   cm::Id* id = Checked(env, "rdma_connect");
   Guard(env, [&] { id->connect(p); });
-  if (has_qp) establish_qp_ = Napi::Persistent(info[1].As<Napi::Object>());
+  if (has_qp) {
+    establish_qp_ = Napi::Persistent(info[1].As<Napi::Object>());
+    // Our connect's RNR retry count is its own QP's too, not only the peer's.
+    establish_rnr_ = p.rnr_retry_count;
+  }
   return env.Undefined();
 }
 
@@ -196,7 +201,7 @@ CmIdWrap::StepOutcome CmIdWrap::TakeStep(cm::Event& ev) {
       Qp* qp = qpw->qp_.get();
       // INIT again: the request went out before the CM knew the responder
       // resources, so the first INIT granted no remote access; now it can.
-      for (uint32_t state : {qp_state::INIT, qp_state::RTR, qp_state::RTS}) id_->modify_qp(qp, state);
+      for (uint32_t state : {qp_state::INIT, qp_state::RTR, qp_state::RTS}) id_->modify_qp(qp, state, establish_rnr_);
       id_->establish();
       out.established = true;
     }

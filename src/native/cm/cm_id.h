@@ -72,6 +72,7 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
   CmChannelWrap* chw_ = nullptr;  // cleared when either side closes
   int route_ms_ = -1;             // >= 0: resolve the route on ADDR_RESOLVED
   Napi::ObjectReference establish_qp_;  // set: move it to RTS and establish on CONNECT_RESPONSE
+  int establish_rnr_ = -1;              // the RNR retry count that QP gets (connect's own)
 };
 
 }  // namespace rxv

@@ -66,6 +66,11 @@ std::vector<uint8_t> ReadPrivateData(Napi::Env env, Napi::Value v, uint32_t max,
   return std::vector<uint8_t>(p, p + a.ByteLength());
 }
 
+int ReadOptionalRnrRetry(Napi::Env env, Napi::Value v, const char* what) {
+  if (v.IsUndefined()) return -1;
+  return static_cast<int>(ReadInt(env, v, what, 0, 7));
+}
+
 ConnParam ReadConnParam(Napi::Env env, Napi::Value v, uint32_t max) {
   if (!v.IsObject()) throw Napi::TypeError::New(env, "param must be an object { qpNum, privateData?, ... }");
   Napi::Object o = v.As<Napi::Object>();

@@ -21,6 +21,8 @@ int ReadTimeout(Napi::Env env, Napi::Value v, const char* what);
 std::vector<uint8_t> ReadPrivateData(Napi::Env env, Napi::Value v, uint32_t max, const char* what);
 // NativeCmConnParam; `max` bounds its private data.
 ConnParam ReadConnParam(Napi::Env env, Napi::Value v, uint32_t max);
+// An optional RNR retry count (0-7): -1 when undefined.
+int ReadOptionalRnrRetry(Napi::Env env, Napi::Value v, const char* what);
 // { host, port }, or null when the address is not known yet.
 Napi::Value AddressValue(Napi::Env env, const SockAddr& a);
 

@@ -102,7 +102,10 @@ class Id {
   virtual bool serves(Context* ctx) = 0;
   // Moves a QP made on that device to `state` (INIT, RTR, RTS or ERR) with
   // the attributes the CM derives for this connection (rdma_init_qp_attr).
-  virtual void modify_qp(Qp* qp, uint32_t state) = 0;
+  // `rnr_retry` (0-7; -1: the CM's) replaces the RNR retry count at RTS:
+  // the CM gives each side the count its peer's message carried, so a
+  // caller's own choice reaches its own QP only this way.
+  virtual void modify_qp(Qp* qp, uint32_t state, int rnr_retry = -1) = 0;
   virtual void connect(const ConnParam& p) = 0;
   virtual void accept(const ConnParam& p) = 0;
   virtual void reject(const std::vector<uint8_t>& private_data) = 0;

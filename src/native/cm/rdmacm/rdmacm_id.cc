@@ -128,7 +128,7 @@ bool RdmacmId::serves(Context* ctx) {
   return c != nullptr && id->verbs != nullptr && c->raw() == id->verbs;
 }
 
-void RdmacmId::modify_qp(Qp* qp, uint32_t state) {
+void RdmacmId::modify_qp(Qp* qp, uint32_t state, int rnr_retry) {
   const char* verb = "rdma_init_qp_attr";
   rdma_cm_id* id = live(verb);
   auto* q = dynamic_cast<ibv::IbvQp*>(qp);
@@ -143,6 +143,7 @@ void RdmacmId::modify_qp(Qp* qp, uint32_t state) {
   if (state != IBV_QPS_ERR) {
     errno = 0;
     check(a_->init_qp_attr(id, &attr, &mask), verb);
+    if (state == IBV_QPS_RTS && rnr_retry >= 0) attr.rnr_retry = static_cast<uint8_t>(rnr_retry);
   }
   const ibv::Api* ia = ibv::api();
   int rc = ia->modify_qp(q->raw(), &attr, mask);

@@ -41,7 +41,7 @@ class RdmacmId final : public Id {
   void resolve_route(int timeout_ms) override;
   std::unique_ptr<Context> open_context() override;
   bool serves(Context* ctx) override;
-  void modify_qp(Qp* qp, uint32_t state) override;
+  void modify_qp(Qp* qp, uint32_t state, int rnr_retry) override;
   void connect(const ConnParam& p) override;
   void accept(const ConnParam& p) override;
   void reject(const std::vector<uint8_t>& private_data) override;

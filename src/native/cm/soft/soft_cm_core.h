@@ -110,6 +110,7 @@ struct IdState {
   IdState* peer_id = nullptr;    // the other end while a connection exists
   IdState* listener = nullptr;   // passive: its listener while the request is queued
   ConnParam mine, theirs;
+  bool active = false;   // connect() was called on it (the retry count is its own)
   uint32_t my_psn = 0, their_psn = 0;
   uint64_t timer_gen = 0;
 };
@@ -166,7 +167,7 @@ class SoftCmId final : public Id {
   void resolve_route(int timeout_ms) override;
   std::unique_ptr<Context> open_context() override;
   bool serves(Context* ctx) override;
-  void modify_qp(Qp* qp, uint32_t state) override;
+  void modify_qp(Qp* qp, uint32_t state, int rnr_retry) override;
   void connect(const ConnParam& p) override;
   void accept(const ConnParam& p) override;
   void reject(const std::vector<uint8_t>& private_data) override;

@@ -248,7 +248,7 @@ bool SoftCmId::serves(Context* ctx) {
   return !s->device.empty() && ctx->info().name == s->device;
 }
 
-void SoftCmId::modify_qp(Qp* qp, uint32_t target) {
+void SoftCmId::modify_qp(Qp* qp, uint32_t target, int rnr_retry) {
   const char* verb = "rdma_init_qp_attr";
   if (target != qp_state::INIT && target != qp_state::RTR && target != qp_state::RTS && target != qp_state::ERR)
     fail(EINVAL, verb, "the state must be INIT (1), RTR (2), RTS (3) or ERR (6)");
@@ -256,10 +256,12 @@ void SoftCmId::modify_qp(Qp* qp, uint32_t target) {
   std::string peer_dev;
   uint32_t peer_qpn = 0, their_psn = 0, my_psn = 0;
   ConnParam mine, theirs;
+  bool active = false;
   {
     Lock l(cm_mutex());
     IdState* s = state.get();
     check_alive(s, verb);
+    active = s->active;
     if (s->device.empty()) fail(EINVAL, verb, "the id has no device yet");
     if (qdev != s->device)
       fail(EINVAL, verb, "the QP was not created on the id's device (" + s->device + "): use openContext()");
@@ -303,8 +305,11 @@ void SoftCmId::modify_qp(Qp* qp, uint32_t target) {
   } else if (target == qp_state::RTS) {
     a.sq_psn = my_psn;
     a.timeout = 14;
-    a.retry_cnt = mine.retry_count;
-    a.rnr_retry = theirs.rnr_retry_count;
+    // As the kernel's IB CM: the active side retries as it asked, the
+    // passive side as the request said; each side's RNR retry count is the
+    // one its peer's message carried, unless the caller chose its own.
+    a.retry_cnt = active ? mine.retry_count : theirs.retry_count;
+    a.rnr_retry = rnr_retry >= 0 ? static_cast<uint8_t>(rnr_retry) : theirs.rnr_retry_count;
     a.max_rd_atomic = theirs.initiator_depth ? theirs.initiator_depth : 1;
     mask |= m::SQ_PSN | m::TIMEOUT | m::RETRY_CNT | m::RNR_RETRY | m::MAX_QP_RD_ATOMIC;
   }
@@ -320,6 +325,7 @@ void SoftCmId::connect(const ConnParam& p) {
   if (s->st == St::Connected || connection_pending(s->st)) fail(EISCONN, verb, "the id is already connecting or connected");
   if (s->st != St::RouteResolved) fail(EINVAL, verb, "resolve the address and the route first");
   s->mine = p;
+  s->active = true;
   s->my_psn = new_psn();
   IdState* L = find_listener(s->peer);
   if (L == nullptr) {
