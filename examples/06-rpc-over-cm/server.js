@@ -142,7 +142,7 @@ function startServer({ host, port, log = () => undefined }) {
       listener.close();
       for (const close of [...closers]) close();
       pipeline.unsubscribe();
-      releaseCmContext(ctx); // the last user: closes the channel, the PD and all on it
+      releaseCmContext(ctx); // the last lease (the connections are closed): closes the channel, the PD and all on it
     },
   };
 }

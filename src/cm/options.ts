@@ -71,7 +71,13 @@ export interface ListenOptions extends CmCommonOptions {
 }
 
 /** Options of `request.accept()`. */
-export interface AcceptOptions<R extends ConnectionResources = VerbsResources> extends VerbsResourceOptions {
+export interface AcceptOptions<R extends ConnectionResources = VerbsResources> extends Omit<VerbsResourceOptions, 'srq'> {
+  /**
+   * A shared receive queue the connection's QP takes its receives from
+   * (borrowed): an `Srq` on the native CMs (see {@link VerbsResourceOptions.srq}),
+   * a `VirtualSrq` on the testing kit's virtual CM.
+   */
+  srq?: Exclude<R['srq'], undefined>;
   /**
    * Called with the connection's resources once its QP is in RTS, before
    * the accept goes out: post the first receives here, so the peer's first

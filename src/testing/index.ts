@@ -15,7 +15,7 @@ export type { VirtualCmOptions } from './virtual-cm';
 export { VirtualCmChannel } from './virtual-cm-channel';
 export { VirtualCmId } from './virtual-cm-id';
 export type { VirtualIdState } from './virtual-cm-id';
-export { VirtualQp } from './virtual-resources';
+export { VirtualQp, VirtualSrq } from './virtual-resources';
 export type { VirtualResources, VirtualResourceOptions } from './virtual-resources';
 export { VirtualPeer } from './virtual-peer';
 export type { PeerAnswer, PeerBehaviour, VirtualPeerOptions } from './virtual-peer';

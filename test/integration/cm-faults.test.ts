@@ -72,6 +72,18 @@ describe('the fault cases of the pair part, in one process on soft0', () => {
     expect(okLine(run, 'unanswered', 'server')).toMatch(/still pending; accept: DisconnectedError \(ERR_CM_DISCONNECTED\): .*gave up before it was accepted.*; fds (\d+) -> \1$/);
   });
 
+  it('one SRQ behind several connections: every message through it, in order; the last lease closes it', async () => {
+    const run = await runCase('srq');
+    expect(okLine(run, 'srq', 'server')).toMatch(/^cm-faults srq server: ok: 60 messages from 3 connections through one SRQ/);
+    expect(okLine(run, 'srq', 'client')).toMatch(/60 messages, every one SUCCESS$/);
+  });
+
+  it('connect({ rnrRetryCount: 0 }) reaches the client QP: the second SEND fails RNR_RETRY_EXC_ERR', async () => {
+    const run = await runCase('rnr');
+    expect(okLine(run, 'rnr', 'client')).toMatch(/SUCCESS then RNR_RETRY_EXC_ERR/);
+    expect(okLine(run, 'rnr', 'server')).toMatch(/one message received/);
+  });
+
   // 2,000 cycles in windows of 200, after 4,000 to warm up (the allocators and
   // V8's heap grow to their working size over the first few thousand): RSS
   // moves in the allocator's steps (128 KiB and more), which a window of a

@@ -34,7 +34,7 @@ async function pair(
 ): Promise<{ listener: Listener; server: Connection; client: Connection }> {
   const listener = listen({ host: HOST, port: 0 });
   const request = firstValueFrom(listener.requests$);
-  const clientP = dial(listener.address.port);
+  const clientP = dial(listener.address!.port);
   const server = await accept(await request);
   const client = await clientP;
   return { listener, server, client };
@@ -93,6 +93,17 @@ describe('shared CM contexts: one ownership rule', () => {
     client.close();
     listener.close();
     expect(pd.closed).toBe(true); // the last lease ended with the last connection
+  });
+
+  it("example 06's server releases its channel and PD on close(): start/stop rounds leave no descriptor behind", () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { startServer } = require('../../examples/06-rpc-over-cm/server.js') as {
+      startServer(o: { host: string; port: number }): { close(): void };
+    };
+    startServer({ host: HOST, port: 0 }).close();
+    const before = fdCount();
+    for (let i = 0; i < 5; i++) startServer({ host: HOST, port: 0 }).close();
+    expect(fdCount()).toBe(before);
   });
 
   it('releaseCmContext() refuses what it cannot release, never silently', () => {
@@ -234,7 +245,7 @@ describe('bad options reject, never throw', () => {
   it('accept() rejects for bad options and the request stays pending', async () => {
     const listener = listen({ host: HOST, port: 0 });
     const request = firstValueFrom(listener.requests$);
-    const clientP = connect({ host: HOST, port: listener.address.port });
+    const clientP = connect({ host: HOST, port: listener.address!.port });
     const r = await request;
     let promise: Promise<unknown> | undefined;
     expect(() => {
@@ -264,7 +275,7 @@ describe('an SRQ behind connections', () => {
     const clients: Connection[] = [];
     try {
       listener.requests$.subscribe((r) => void r.accept({ srq, recvCq }).then((c) => servers.push(c)));
-      for (let i = 0; i < 3; i++) clients.push(await connect({ host: HOST, port: listener.address.port, rnrRetryCount: 0 }));
+      for (let i = 0; i < 3; i++) clients.push(await connect({ host: HOST, port: listener.address!.port, rnrRetryCount: 0 }));
       while (servers.length < 3) await new Promise((r) => setTimeout(r, 5));
       for (const s of servers) {
         expect(s.qp.srq).toBe(srq);
@@ -288,11 +299,11 @@ describe('an SRQ behind connections', () => {
       // The client side can use one too.
       const cpd = clients[0].pd;
       const csrq = cpd.createSrq({ maxWr: 4 });
-      const c2 = await connect({ host: HOST, port: listener.address.port, srq: csrq });
+      const c2 = await connect({ host: HOST, port: listener.address!.port, srq: csrq });
       clients.push(c2);
       expect(c2.qp.srq).toBe(csrq);
       expect(c2.pd).toBe(cpd);
-      await expect(connect({ host: HOST, port: listener.address.port, srq: srq, pd: cpd })).rejects.toBeInstanceOf(TypeError);
+      await expect(connect({ host: HOST, port: listener.address!.port, srq: srq, pd: cpd })).rejects.toBeInstanceOf(TypeError);
     } finally {
       for (const c of [...clients, ...servers]) c.close();
       listener.close();

@@ -401,10 +401,10 @@ describe('connections on soft0 over the soft CM', () => {
     expect(await b.received()).toBe('across devices');
   });
 
-  it('refuses bad input before anything is sent', () => {
-    expect(() => connect$({ host: 'localhost', port: 1 })).toThrow(TypeError);
-    expect(() => connect$({ host: HOST, port: 1, privateData: new Uint8Array(57) })).toThrow(RangeError);
+  it('refuses bad input before anything is sent (the Observable errors, listen() throws)', async () => {
+    await expect(firstValueFrom(connect$({ host: 'localhost', port: 1 }))).rejects.toThrow(TypeError);
+    await expect(firstValueFrom(connect$({ host: HOST, port: 1, privateData: new Uint8Array(57) }))).rejects.toThrow(RangeError);
     expect(() => listen({ host: HOST, port: 65536 })).toThrow(RangeError);
-    expect(() => connect$({ host: HOST, port: 1, provider: 'ib' as never })).toThrow(TypeError);
+    await expect(firstValueFrom(connect$({ host: HOST, port: 1, provider: 'ib' as never }))).rejects.toThrow(TypeError);
   });
 });

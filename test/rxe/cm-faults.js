@@ -560,7 +560,8 @@ const cases = {
         const r = await requests.next();
         samePrivateData(r.privateData, i % 57, 1, `request ${i}`);
         if (i === 0) {
-          limits.push(thrown(() => r.accept({ privateData: new Uint8Array(197) }), 'accept with 197 bytes'));
+          // A Promise API rejects (the request stays pending); a synchronous one throws.
+          limits.push(await failure(r.accept({ privateData: new Uint8Array(197) }), 'accept with 197 bytes'));
           limits.push(thrown(() => r.reject({ privateData: new Uint8Array(149) }), 'reject with 149 bytes'));
           for (const e of limits) typed(e, RangeError, 'past the limit');
         }
@@ -575,7 +576,7 @@ const cases = {
       return `every byte of ${ACCEPT_LENGTHS.length + REJECT_LENGTHS.length} requests (0..56 bytes) checked; ${ACCEPT_LENGTHS.length} accept lengths, ${REJECT_LENGTHS.length} reject lengths sent; past the limits: ${limits.map((e) => e.message).join('; ')}`;
     },
     client: async (host, port) => {
-      const past = thrown(() => rx.connect$({ host, port, privateData: new Uint8Array(57) }), 'connect with 57 bytes');
+      const past = await failure(firstValueFrom(rx.connect$({ host, port, privateData: new Uint8Array(57) })), 'connect with 57 bytes');
       typed(past, RangeError, 'connect with 57 bytes');
       let arrived = 0;
       let rejectArrived = 0;
@@ -667,6 +668,118 @@ const cases = {
     },
   },
 };
+
+// ---- an SRQ behind connections, and RNR retry counts --------------------------------
+const SRQ_CONNS = 3;
+const SRQ_MSGS = 20;
+const SRQ_SLOT = 64;
+const srqText = (k, j) => `conn ${k} message ${j}`;
+
+/** Sends each text of `texts` on `conn` one at a time, each completion checked. */
+async function sendEach(conn, texts) {
+  const mr = conn.pd.allocMemory(SRQ_SLOT, { access: ['LOCAL_WRITE'] });
+  const statuses = [];
+  for (const text of texts) {
+    const n = mr.buffer.write(text, 0);
+    conn.qp.postSend({ wrId: statuses.length, sg: { mr, offset: 0, length: n } });
+    const batch = await within(conn.sendCq.completions$.take(), 30_000, `the completion of "${text}"`);
+    for (const wc of batch) statuses.push(wc.status);
+  }
+  return statuses;
+}
+
+Object.assign(cases, {
+  // 11. One SRQ behind several connections (accept({ srq })): every message
+  // of every client arrives through it, and the SRQ and everything made on
+  // the CM's context close with the last lease. rnrRetryCount 0 throughout.
+  srq: {
+    done: true,
+    server: async (listener) => {
+      const requests = requestQueue(listener);
+      const ctx = rx.openCmContext(listener.address.host);
+      const pd = ctx.allocPd();
+      const srq = pd.createSrq({ maxWr: SRQ_CONNS * SRQ_MSGS });
+      const slots = pd.allocMemory(SRQ_CONNS * SRQ_MSGS * SRQ_SLOT, { access: ['LOCAL_WRITE'] });
+      for (let i = 0; i < SRQ_CONNS * SRQ_MSGS; i++) srq.postRecv({ wrId: i, sg: { mr: slots, offset: i * SRQ_SLOT, length: SRQ_SLOT } });
+      const recvCq = ctx.createCq({ cqe: 256, channel: ctx.createCompChannel() });
+      const byQp = new Map();
+      const conns = [];
+      for (let k = 0; k < SRQ_CONNS; k++) {
+        const r = await requests.next();
+        const conn = await r.accept({ srq, recvCq, rnrRetryCount: 0 });
+        check(conn.qp.srq === srq && conn.resources.srq === srq, `connection ${k} is not on the SRQ`);
+        byQp.set(conn.qp.qpNum, { k: Number(Buffer.from(r.privateData.subarray(3, 4)).toString()), next: 0 });
+        conns.push(conn);
+      }
+      let total = 0;
+      while (total < SRQ_CONNS * SRQ_MSGS) {
+        const batch = await within(recvCq.completions$.take(), 30_000, `message ${total + 1} through the SRQ`);
+        for (const wc of batch) {
+          check(wc.status === 'SUCCESS', `a receive completed ${wc.status}`);
+          const from = byQp.get(wc.qpNum);
+          check(from !== undefined, `a receive on QP ${wc.qpNum}, not one of the connections`);
+          const at = Number(wc.wrId) * SRQ_SLOT;
+          const text = slots.buffer.toString('utf8', at, at + wc.byteLen);
+          check(text === srqText(from.k, from.next), `connection ${from.k} delivered "${text}", wanted "${srqText(from.k, from.next)}"`);
+          from.next++;
+          total++;
+        }
+      }
+      await serveUntilDone(requests);
+      for (const c of conns) c.close();
+      check(!srq.closed, 'closing the connections closed the SRQ they borrowed');
+      rx.releaseCmContext(ctx);
+      // In one process the client's last connect attempt may still lease the context for a moment.
+      for (let i = 0; i < 50 && !srq.closed; i++) await sleep(100);
+      check(srq.closed && pd.closed && slots.closed && recvCq.closed, 'the last lease left something made on the context open');
+      return `${total} messages from ${SRQ_CONNS} connections through one SRQ, in order per connection; the last lease closed the SRQ, the PD, the MR and the CQ`;
+    },
+    client: async (host, port) => {
+      const conns = [];
+      for (let k = 0; k < SRQ_CONNS; k++) conns.push(await rx.connect({ host, port, privateData: `srq${k}`, rnrRetryCount: 0, timeoutMs: 20_000 }));
+      const statuses = await Promise.all(conns.map((c, k) => sendEach(c, Array.from({ length: SRQ_MSGS }, (_, j) => srqText(k, j)))));
+      for (const c of conns) c.close();
+      const bad = statuses.flat().filter((st) => st !== 'SUCCESS');
+      check(bad.length === 0, `sends completed ${bad.join(', ')}`);
+      return `${SRQ_CONNS} connections sent ${SRQ_CONNS * SRQ_MSGS} messages, every one SUCCESS`;
+    },
+  },
+
+  // 12. connect({ rnrRetryCount: 0 }) reaches the client's own QP (the CM
+  // alone gives it the count the accept carried): a second SEND to a server
+  // with one receive posted fails RNR_RETRY_EXC_ERR at once, and the server's
+  // QP took the request's count.
+  rnr: {
+    done: true,
+    server: async (listener) => {
+      const requests = requestQueue(listener);
+      const r = await requests.next();
+      const conn = await r.accept({
+        prepare: ({ pd, qp }) => {
+          const mr = pd.allocMemory(SRQ_SLOT, { access: ['LOCAL_WRITE'] });
+          qp.postRecv({ wrId: 1, sg: { mr, offset: 0, length: SRQ_SLOT } });
+        },
+      });
+      const got = await within(conn.recvCq.completions$.take(), 30_000, 'the first message');
+      check(got.at(0).status === 'SUCCESS', `the first message completed ${got.at(0).status}`);
+      const attr = typeof conn.qp.query === 'function' ? conn.qp.query() : undefined;
+      if (attr) check(attr.rnrRetry === 0, `the server's QP has rnrRetry ${attr.rnrRetry}, the request said 0`);
+      await serveUntilDone(requests);
+      conn.close();
+      return `one message received${attr ? `; the server QP's rnrRetry ${attr.rnrRetry} (the request's)` : ''}`;
+    },
+    client: async (host, port) => {
+      const conn = await rx.connect({ host, port, rnrRetryCount: 0, timeoutMs: 20_000 });
+      const attr = typeof conn.qp.query === 'function' ? conn.qp.query() : undefined;
+      if (attr) check(attr.rnrRetry === 0, `the client's QP has rnrRetry ${attr.rnrRetry}, connect asked 0`);
+      const t = Date.now();
+      const statuses = await sendEach(conn, ['one', 'two']);
+      conn.close();
+      check(statuses.join() === 'SUCCESS,RNR_RETRY_EXC_ERR', `the two sends completed ${statuses.join(', ')}`);
+      return `SUCCESS then RNR_RETRY_EXC_ERR after ${Date.now() - t} ms${attr ? `; the client QP's rnrRetry ${attr.rnrRetry}` : ''}`;
+    },
+  },
+});
 
 // ---- main ---------------------------------------------------------------------------
 async function runServer(host, port) {

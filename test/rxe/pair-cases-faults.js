@@ -40,6 +40,8 @@ module.exports = [
   both('private-data', 'private data to the limits (56/196/148: every connect length, accept and reject samples) and past them, every byte checked', { timeout: 180 }),
   both('answer-twice', 'accept or reject twice: RequestAnsweredError, the connection unaffected'),
   both('unanswered', 'a request left unanswered: the client times out, the late accept fails typed, nothing leaks'),
+  both('srq', 'one SRQ behind 3 connections (accept({ srq })): 60 messages in order per connection, rnrRetryCount 0; the last lease closes it'),
+  both('rnr', 'connect({ rnrRetryCount: 0 }) reaches both QPs: the second SEND to one posted receive fails RNR_RETRY_EXC_ERR'),
   {
     // The server's host loses its link: the client, still sending, sees its
     // sends fail (RETRY_EXC_ERR once connect's retryCount, 6, is spent: ~15 s

@@ -1,5 +1,5 @@
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
-import { connect, connect$, listen, ConnectionRequest } from '../../../src';
+import { connect, connect$, listen, Connection, ConnectionRequest } from '../../../src';
 import {
   CM_PRIVATE_DATA_MAX,
   ConnectionRejectedError,
@@ -7,7 +7,7 @@ import {
   ListenerClosedError,
   RequestAnsweredError,
 } from '../../../src/core';
-import { virtualCm, VirtualCm, VirtualResources } from '../../../src/testing';
+import { virtualCm, VirtualCm, VirtualResources, VirtualResourceOptions, VirtualSrq } from '../../../src/testing';
 
 /**
  * listen / connect / accept on the virtual CM in real time (latency 0): the
@@ -77,7 +77,7 @@ describe('connections (virtual CM, real time)', () => {
     ).rejects.toBe(boom);
     expect(await refused).toBeInstanceOf(Error);
     await expect(connect({ ...addr, cm, prepare: () => { throw boom; } })).rejects.toBe(boom);
-    expect(() => connect$({ ...addr, cm, prepare: 5 as never })).toThrow(/prepare must be a function/);
+    await expect(firstValueFrom(connect$({ ...addr, cm, prepare: 5 as never }))).rejects.toThrow(/prepare must be a function/);
     listener.close();
   });
 
@@ -88,7 +88,7 @@ describe('connections (virtual CM, real time)', () => {
     const server = await accepted;
     expect(client.localAddress?.host).toBe('10.0.0.9');
     expect(server.peerAddress?.host).toBe('10.0.0.9');
-    expect(() => connect$({ ...addr, cm, localHost: 'here' })).toThrow(/localHost must be a numeric/);
+    await expect(firstValueFrom(connect$({ ...addr, cm, localHost: 'here' }))).rejects.toThrow(/localHost must be a numeric/);
     client.close();
     server.close();
     listener.close();
@@ -130,7 +130,7 @@ describe('connections (virtual CM, real time)', () => {
     const listener = listen({ ...addr, cm });
     const requests: ConnectionRequest<VirtualResources>[] = [];
     listener.requests$.subscribe((r) => requests.push(r));
-    expect(() => connect$({ ...addr, cm, privateData: bytes(CM_PRIVATE_DATA_MAX.connect + 1) })).toThrow(RangeError);
+    await expect(firstValueFrom(connect$({ ...addr, cm, privateData: bytes(CM_PRIVATE_DATA_MAX.connect + 1) }))).rejects.toThrow(RangeError);
     expect(cm.openIds).toBe(1); // the listener's id only: nothing was made or sent
     for (const n of [0, 1, CM_PRIVATE_DATA_MAX.connect]) {
       const client = connect({ ...addr, cm, privateData: bytes(n) });
@@ -138,7 +138,7 @@ describe('connections (virtual CM, real time)', () => {
       const req = requests.shift()!;
       expect(req.privateData.length).toBe(n);
       expect(() => req.reject({ privateData: bytes(CM_PRIVATE_DATA_MAX.reject + 1) })).toThrow(RangeError);
-      expect(() => req.accept({ privateData: bytes(CM_PRIVATE_DATA_MAX.accept + 1) })).toThrow(RangeError);
+      await expect(req.accept({ privateData: bytes(CM_PRIVATE_DATA_MAX.accept + 1) })).rejects.toThrow(RangeError);
       expect(req.answer).toBe('pending');
       const server = await req.accept({ privateData: bytes(CM_PRIVATE_DATA_MAX.accept) });
       const conn = await client;
@@ -231,7 +231,7 @@ describe('connections (virtual CM, real time)', () => {
     listener.close();
   });
 
-  it('refuses bad input with TypeError / RangeError', () => {
+  it('refuses bad input with TypeError / RangeError (connect$ errors, listen throws)', async () => {
     const bad: Array<[unknown, RegExp]> = [
       [null, /options must be an object/],
       [{ host: 'localhost', port: 1, cm }, /numeric IPv4 or IPv6/],
@@ -247,12 +247,50 @@ describe('connections (virtual CM, real time)', () => {
       [{ host: '10.0.0.2', port: 1, cm: {} }, /cm must be a CM port/],
     ];
     for (const [options, message] of bad) {
-      expect(() => connect$(options as never)).toThrow(message);
+      await expect(firstValueFrom(connect$(options as never))).rejects.toThrow(message);
     }
     expect(() => listen({ host: '10.0.0.2', port: 1, cm, backlog: 0 })).toThrow(RangeError);
     expect(() => listen({ host: '::1', port: -1, cm })).toThrow(RangeError);
     const listener = listen({ ...addr, cm });
     expect(() => listen({ ...addr, cm })).toThrow(expect.objectContaining({ code: 'EADDRINUSE' }));
+    listener.close();
+  });
+  it('gives each QP its retry counts as the kernel CM does: the requester\'s retry count on both, each side its own RNR count', async () => {
+    const listener = listen({ ...addr, cm });
+    const request = nextRequest(listener);
+    const clientP = connect({ ...addr, cm, retryCount: 3, rnrRetryCount: 0 });
+    const req = await request;
+    const server = await req.accept();
+    const client = await clientP;
+    expect([client.qp.retryCount, client.qp.rnrRetryCount]).toEqual([3, 0]);
+    expect([server.qp.retryCount, server.qp.rnrRetryCount]).toEqual([3, 0]);
+    client.close();
+    server.close();
+    const request2 = nextRequest(listener);
+    const clientP2 = connect({ ...addr, cm });
+    const server2 = await (await request2).accept({ rnrRetryCount: 2 });
+    const client2 = await clientP2;
+    expect([client2.qp.retryCount, client2.qp.rnrRetryCount]).toEqual([6, 7]);
+    expect([server2.qp.retryCount, server2.qp.rnrRetryCount]).toEqual([6, 2]);
+    client2.close();
+    server2.close();
+    listener.close();
+  });
+
+  it('puts connections on a shared receive queue (accept({ srq }), connect({ srq })), borrowed', async () => {
+    const srq = new VirtualSrq(8);
+    const listener = listen({ ...addr, cm });
+    const servers: Connection<VirtualResources>[] = [];
+    listener.requests$.subscribe((r) => void r.accept({ srq }).then((c) => servers.push(c)));
+    const clients = [await connect({ ...addr, cm }), await connect<VirtualResources, VirtualResourceOptions>({ ...addr, cm, srq })];
+    while (servers.length < 2) await new Promise((r) => setImmediate(r));
+    expect(servers.map((s) => s.qp.srq)).toEqual([srq, srq]);
+    expect(servers[0].resources.srq).toBe(srq);
+    expect(clients[1].qp.srq).toBe(srq);
+    expect(clients[0].qp.srq).toBeUndefined();
+    for (const c of [...clients, ...servers]) c.close();
+    expect(srq.closed).toBe(false);
+    await expect(connect<VirtualResources, VirtualResourceOptions>({ ...addr, cm, srq: {} as never })).rejects.toThrow(/srq must be a VirtualSrq/);
     listener.close();
   });
 });
