@@ -7,3 +7,4 @@ export * from './observables';
 export * from './cm';
 export * from './operators';
 export * from './completion';
+export * from './messages';

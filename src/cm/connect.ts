@@ -1,5 +1,6 @@
 import { asyncScheduler, Observable, SchedulerLike, throwError } from 'rxjs';
-import type { CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
+import { CM_PRIVATE_DATA_MAX } from '../core/cm';
+import type { CmEvent, CmIdPort, CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
 import { ConnectTimeoutError } from '../core/cm-errors';
 import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import { attempt, Connection } from './connection';
@@ -7,7 +8,7 @@ import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import { after, ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { cmChannelFor, SharedCmChannel } from './router';
-import { checkFunction, checkHost, checkInt, checkMs, checkPort, checkPrivateData } from './validate';
+import { checkFunction, checkHost, checkInt, checkLayer, checkMs, checkPort, checkPrivateData } from './validate';
 
 /**
  * What address and route resolution each get from the CM, whatever
@@ -85,17 +86,19 @@ interface AttemptPlan<R extends ConnectionResources> {
   readonly rnrRetryCount: number;
   readonly scheduler: SchedulerLike | undefined;
   readonly prepare: ((resources: R) => void) | undefined;
+  readonly layer: ConnectionLayer<R> | undefined;
 }
 
 function planAttempt<R extends ConnectionResources>(options: ConnectionOptions): AttemptPlan<R> {
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);
   const port = checkPort(opts.port, false);
+  const layer = checkLayer<R>(opts.layer);
   return {
     opts,
     host,
     peer: { host, port },
-    privateData: checkPrivateData(opts.privateData, 'connect'),
+    privateData: checkPrivateData(opts.privateData, 'connect', layer),
     timeoutMs: checkMs(opts.timeoutMs, 'timeoutMs', 10_000),
     retryCount: checkInt(opts.retryCount, 'retryCount', 0, 7, DEFAULT_RETRY_COUNT),
     rnrRetryCount: checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, DEFAULT_RNR_RETRY_COUNT),
@@ -103,6 +106,7 @@ function planAttempt<R extends ConnectionResources>(options: ConnectionOptions):
     // time, virtual inside TestScheduler.run: so does its timeout.
     scheduler: schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler),
     prepare: checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined,
+    layer,
     cm: portFor<R, object>(opts, host),
     source: opts.localHost === undefined ? undefined : { host: checkHost(opts.localHost, 'localHost'), port: 0 },
   };
@@ -121,6 +125,7 @@ class ConnectAttempt<R extends ConnectionResources> {
   private id: CmIdPort | undefined;
   private resources: R | undefined;
   private settled = false;
+  private layerPrepared = false;
   private timer: { unsubscribe(): void } | undefined;
 
   constructor(
@@ -154,6 +159,7 @@ class ConnectAttempt<R extends ConnectionResources> {
   private cleanup(): void {
     const { plan, id, shared, resources } = this;
     this.timer?.unsubscribe();
+    if (this.layerPrepared) attempt(() => plan.layer!.abandon());
     if (resources) attempt(() => plan.cm.releaseResources(resources));
     if (id) {
       shared?.off(id);
@@ -170,16 +176,27 @@ class ConnectAttempt<R extends ConnectionResources> {
   }
 
   private established(e: CmEvent): void {
+    const id = this.id!;
+    let privateData = e.privateData;
+    if (this.plan.layer) {
+      try {
+        privateData = this.plan.layer.established(e.privateData);
+      } catch (err) {
+        // The peer answered, but not in a way the layer can work with: hang up.
+        attempt(() => id.disconnect());
+        this.fail(err);
+        return;
+      }
+    }
     this.settled = true;
     this.timer?.unsubscribe();
-    const id = this.id!;
     this.done(
       new Connection<R>({
         port: this.plan.cm,
         id,
         resources: this.resources!,
         channels: [this.shared!],
-        privateData: e.privateData,
+        privateData,
         peerAddress: id.peerAddress ?? this.plan.peer,
         localAddress: id.localAddress,
       }),
@@ -201,8 +218,13 @@ class ConnectAttempt<R extends ConnectionResources> {
         case 'ROUTE_RESOLVED': {
           const resources = (this.resources = plan.cm.createResources(id, plan.opts));
           plan.cm.modifyQp(id, resources, 'INIT');
+          if (plan.layer) {
+            this.layerPrepared = true;
+            plan.layer.prepare(resources);
+          }
           plan.prepare?.(resources);
-          const param = { qpNum: resources.qpNum, privateData: plan.privateData, retryCount: plan.retryCount, rnrRetryCount: plan.rnrRetryCount };
+          const privateData = plan.layer ? plan.layer.privateData(plan.privateData, CM_PRIVATE_DATA_MAX.connect) : plan.privateData;
+          const param = { qpNum: resources.qpNum, privateData, retryCount: plan.retryCount, rnrRetryCount: plan.rnrRetryCount };
           // A port that answers the response itself saves a trip through JS on the critical path.
           if (plan.cm.connectAndEstablish) plan.cm.connectAndEstablish(id, resources, param);
           else id.connect(param);
@@ -231,7 +253,7 @@ class ConnectAttempt<R extends ConnectionResources> {
           return;
         default: {
           const error = setupFailure(e, plan.peer);
-          if (error) this.fail(error);
+          if (error) this.fail((e.type === 'REJECTED' && plan.layer?.rejected?.(error)) || error);
         }
       }
     } catch (err) {

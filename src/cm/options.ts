@@ -1,6 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
-import type { CmPort, ConnectionResources } from '../core/cm';
+import type { CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
 import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
 
@@ -52,6 +52,11 @@ export interface ConnectionOptions extends CmCommonOptions, VerbsResourceOptions
    */
   scheduler?: SchedulerLike;
   /**
+   * A protocol that rides on the connection and takes part in its set-up
+   * (the message layer's `messageLayer()`; see `connectMessages()`).
+   */
+  layer?: ConnectionLayer<VerbsResources>;
+  /**
    * Called with the connection's resources once its QP takes receives (in
    * INIT), before the connect request goes out: post the first receives
    * here, so the peer's first SEND never finds the receive queue empty. A
@@ -86,6 +91,8 @@ export interface AcceptOptions<R extends ConnectionResources = VerbsResources> e
   prepare?: (resources: R) => void;
   /** Sent with the accept: at most 196 bytes. */
   privateData?: Uint8Array | string;
+  /** A protocol that rides on the connection (see {@link ConnectionOptions.layer}). */
+  layer?: ConnectionLayer<R>;
   /**
    * This side's QP's RNR retry count (0-7), also sent with the accept.
    * Default: the one the request carried (the peer's `rnrRetryCount`), so

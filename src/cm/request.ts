@@ -1,11 +1,12 @@
-import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
+import { CM_PRIVATE_DATA_MAX } from '../core/cm';
+import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
 import { DisconnectedError, RequestAnsweredError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
 import { setupFailure } from './failures';
 import type { VerbsResources } from './native-port';
 import type { AcceptOptions } from './options';
 import { SharedCmChannel } from './router';
-import { checkBoolean, checkFunction, checkInt, checkPrivateData } from './validate';
+import { checkBoolean, checkFunction, checkInt, checkLayer, checkPrivateData } from './validate';
 import { describe } from '../verbs/validate';
 
 /** @internal What a request needs of its listener. */
@@ -81,10 +82,13 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
     let privateData: Uint8Array;
     let ownChannel: boolean;
     let rnrRetryCount: number | undefined;
+    let layer: ConnectionLayer<R> | undefined;
+    let peerData = this.privateData;
     try {
       opts = options === undefined ? {} : { ...checkOptions(options) };
       prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
-      privateData = checkPrivateData(opts.privateData, 'accept');
+      layer = checkLayer<R>(opts.layer);
+      privateData = checkPrivateData(opts.privateData, 'accept', layer);
       ownChannel = checkBoolean(opts.ownChannel, 'ownChannel', true);
       rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
     } catch (err) {
@@ -92,6 +96,16 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       return Promise.reject(err);
     }
     if (this.state !== 'pending') return Promise.reject(this.answeredError());
+    if (layer?.request) {
+      try {
+        peerData = layer.request(this.privateData);
+      } catch (err) {
+        // The layer cannot work with this peer: it hears why, in the reject.
+        const rejectData = (err as { rejectData?: unknown }).rejectData;
+        this.reject({ privateData: rejectData instanceof Uint8Array ? rejectData : undefined });
+        return Promise.reject(err);
+      }
+    }
     // Unless told, this side's QP retries as the peer asked, and says so back.
     const ownQp = { rnrRetryCount: rnrRetryCount ?? this.parts.event.rnrRetryCount };
     this.state = 'accepted';
@@ -101,8 +115,10 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
       let resources: R | undefined;
       let own: SharedCmChannel | undefined;
       const channels = [listenerChannel];
+      let layerPrepared = false;
       const fail = (error: unknown) => {
         this.target = undefined;
+        if (layerPrepared) attempt(() => layer!.abandon());
         if (resources) attempt(() => port.releaseResources(resources!));
         attempt(() => id.close());
         this.release(channels);
@@ -118,7 +134,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
             id,
             resources: resources!,
             channels,
-            privateData: this.privateData,
+            privateData: peerData,
             peerAddress: this.peerAddress,
             localAddress: this.localAddress,
           });
@@ -151,8 +167,13 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
           port.modifyQp(id, r, 'RTR');
           port.modifyQp(id, r, 'RTS', ownQp);
         });
+        if (layer) {
+          layerPrepared = true;
+          layer.prepare(resources);
+        }
         prepare?.(resources);
-        this.answering(() => id.accept({ qpNum: r.qpNum, privateData, rnrRetryCount: ownQp.rnrRetryCount, srq: r.srq !== undefined }));
+        const sent = layer ? layer.privateData(privateData, CM_PRIVATE_DATA_MAX.accept) : privateData;
+        this.answering(() => id.accept({ qpNum: r.qpNum, privateData: sent, rnrRetryCount: ownQp.rnrRetryCount, srq: r.srq !== undefined }));
       } catch (err) {
         fail(err);
       } finally {

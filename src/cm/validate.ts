@@ -2,6 +2,7 @@
 import { isIP } from 'net';
 import { isUint8Array } from 'util/types';
 import { CM_PRIVATE_DATA_MAX } from '../core/cm';
+import type { ConnectionLayer, ConnectionResources } from '../core/cm';
 import { describe } from '../verbs/validate';
 
 /** A numeric IPv4 or IPv6 address (the CM resolves no names). */
@@ -23,13 +24,28 @@ export function checkPort(value: unknown, allowZero: boolean): number {
  * Private data as a fresh copy of at most the limit of `kind` bytes
  * (DESIGN §7: 56 to connect, 196 to accept, 148 to reject).
  */
-export function checkPrivateData(value: unknown, kind: keyof typeof CM_PRIVATE_DATA_MAX): Uint8Array {
+export function checkPrivateData(
+  value: unknown,
+  kind: keyof typeof CM_PRIVATE_DATA_MAX,
+  layer?: Pick<ConnectionLayer, 'privateData'>,
+): Uint8Array {
   if (value === undefined || value === null) return new Uint8Array(0);
   if (typeof value === 'string') value = Buffer.from(value, 'utf8');
   if (!isUint8Array(value)) throw new TypeError(`privateData must be a Uint8Array, Buffer or string, got ${describe(value)}`);
-  const max = CM_PRIVATE_DATA_MAX[kind];
-  if (value.length > max) throw new RangeError(`privateData to ${kind} is at most ${max} bytes, got ${value.length}`);
+  // A layer's own part (the message layer's negotiation) takes room first.
+  const max = CM_PRIVATE_DATA_MAX[kind] - (layer ? layer.privateData(new Uint8Array(0), CM_PRIVATE_DATA_MAX[kind]).length : 0);
+  if (value.length > max) throw new RangeError(`privateData to ${kind} is at most ${max} bytes${layer ? ' beside the connection layer\'s' : ''}, got ${value.length}`);
   return new Uint8Array(value);
+}
+
+/** An optional connection layer (`connect({ layer })`, `accept({ layer })`). */
+export function checkLayer<R extends ConnectionResources>(value: unknown): ConnectionLayer<R> | undefined {
+  if (value === undefined) return undefined;
+  const layer = value as ConnectionLayer<R>;
+  if (typeof layer !== 'object' || layer === null || typeof layer.privateData !== 'function' || typeof layer.prepare !== 'function') {
+    throw new TypeError(`layer must be a connection layer (e.g. one the message layer makes), got ${describe(value)}`);
+  }
+  return layer;
 }
 
 /** An optional positive integer of milliseconds. */

@@ -217,3 +217,30 @@ export interface CmPort<R extends ConnectionResources = ConnectionResources, O e
   /** Releases what `createResources` made (never what was borrowed), in the safe order. Idempotent. */
   releaseResources(resources: R): void;
 }
+
+/**
+ * A protocol that rides on a connection and takes part in its set-up (the
+ * message layer, `src/messages`): it adds its part to the private data each
+ * side sends, reads the peer's, and posts its receives before anything can
+ * arrive. `connect({ layer })` and `accept({ layer })` take one; the CM
+ * knows nothing of what it is.
+ */
+export interface ConnectionLayer<R extends ConnectionResources = ConnectionResources> {
+  /** The private data to send: the layer's part and the caller's `user` bytes (at most `limit` in all). */
+  privateData(user: Uint8Array, limit: number): Uint8Array;
+  /**
+   * Passive side, before anything is made: the request's private data,
+   * checked; returns the caller's part of it. Throws the typed error that
+   * the accept rejects with; `rejectData` on it (a Uint8Array) is what the
+   * request is rejected with, so the peer learns why.
+   */
+  request?(privateData: Uint8Array): Uint8Array;
+  /** The QP takes receives (INIT on connect, RTS on accept): post them now. */
+  prepare(resources: R): void;
+  /** The peer's answer (its accept, or, passive, its request): checked; returns the caller's part. Throws to fail the set-up. */
+  established(privateData: Uint8Array): Uint8Array;
+  /** Active side: the request was rejected; a more telling error than `error`, if the layer has one. */
+  rejected?(error: Error & { privateData?: Uint8Array }): Error | undefined;
+  /** The set-up failed or was cancelled after `prepare`: release what it made. */
+  abandon(): void;
+}

@@ -11,3 +11,4 @@ export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
 export type { CqLike, CqEvent, Takeable } from './types';
 export * from './cm';
 export * from './cm-errors';
+export * from './message-errors';

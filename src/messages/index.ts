@@ -1,0 +1,11 @@
+/**
+ * The message layer on a connection (DESIGN §10): pooled receive buffers,
+ * credits, messages of any size (rendezvous above the eager size),
+ * request/response with cancellation.
+ */
+export { connectMessages, acceptMessages } from './connect';
+export type { MessageConnectOptions, MessageAcceptOptions } from './connect';
+export { MessageConnection, IncomingRequest } from './message-connection';
+export type { MessageStats, RequestOptions, ServeResult } from './message-connection';
+export { Message } from './message';
+export type { MessageOptions } from './options';

@@ -1,0 +1,49 @@
+import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { RingQueue } from '../observables/ring-queue';
+
+/**
+ * A hot source of items that hold resources until released (messages in
+ * pooled receive buffers): while it has no demand, or its `'pause'`
+ * strategy has stopped it, arriving items wait here, unreleased, so the
+ * peer's credits are not returned and it slows down; nothing is read
+ * natively on its behalf, since the layer reads every completion anyway.
+ */
+export class LentSource<T> {
+  readonly source: HotSource<T>;
+  private readonly waiting = new RingQueue<T>();
+  private running = false;
+
+  constructor(options: HotSourceOptions<T> | undefined) {
+    this.source = new HotSource<T>(
+      {
+        start: () => {
+          this.running = true;
+          while (this.running && this.waiting.length > 0) this.source.push(this.waiting.shift() as T);
+        },
+        stop: () => {
+          this.running = false;
+        },
+        pull: () => (this.waiting.length > 0 ? (this.waiting.shift() as T) : undefined),
+      },
+      options,
+    );
+  }
+
+  /** Items that arrived and wait for demand. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** One item arrived. */
+  deliver(item: T): void {
+    if (this.running && this.waiting.length === 0) this.source.push(item);
+    else this.waiting.push(item);
+  }
+
+  /** Takes every waiting item (to release them when the layer ends). */
+  drain(): T[] {
+    const out: T[] = [];
+    while (this.waiting.length > 0) out.push(this.waiting.shift() as T);
+    return out;
+  }
+}

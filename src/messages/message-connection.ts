@@ -1,0 +1,682 @@
+import { defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
+import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
+import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
+import type { WcBatch, WorkCompletion } from '../core/wc-batch';
+import type { HotSource } from '../observables/hot-source';
+import type { Connection } from '../cm/connection';
+import type { VerbsResources } from '../cm/native-port';
+import type { Mr } from '../verbs/mr';
+import { CreditWindow, receivesFor } from './credits';
+import { LentSource } from './lent-source';
+import { Message } from './message';
+import type { ResolvedMessageOptions } from './options';
+import { ReceivePool } from './receive-pool';
+import { RegistrationCache } from './registration-cache';
+import { FLAG, HEADER_BYTES, readHeader, RENDEZVOUS_BYTES, Setup, TYPE, writeHeader } from './wire';
+
+/** A request that arrived on `requests$`: answer it once with `reply()` or `fail()`, and release it. */
+export class IncomingRequest extends Message {
+  /** @internal */
+  constructor(
+    data: Buffer,
+    id: number,
+    rendezvous: boolean,
+    giveBack: () => void,
+    private readonly answer: (data: Uint8Array, flags: number) => Promise<void>,
+  ) {
+    super(data, id, rendezvous, giveBack);
+  }
+
+  /** Sends the reply (any size). Settles as `send()` does. */
+  reply(data: Uint8Array | string): Promise<void> {
+    return this.answer(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, FLAG.RESPONSE);
+  }
+
+  /** Answers with an error: the requester's `request()` fails with a {@link RemoteError} carrying `error`'s message. */
+  fail(error: unknown): Promise<void> {
+    const text = error instanceof Error ? error.message : String(error);
+    return this.answer(Buffer.from(text, 'utf8'), FLAG.RESPONSE | FLAG.ERROR);
+  }
+}
+
+/** Options of {@link MessageConnection.request$}. */
+export interface RequestOptions {
+  /** Fail with {@link RequestTimeoutError} when no reply came within this many ms (default: wait as long as the connection lives). */
+  timeoutMs?: number;
+}
+
+/** What a handler of {@link MessageConnection.serve} may return: the reply's bytes, now or later. */
+export type ServeResult = Uint8Array | string | void | Promise<Uint8Array | string | void> | Observable<Uint8Array | string>;
+
+/** The counters of a message connection (all since it was made). */
+export interface MessageStats {
+  /** Messages sent (eager and rendezvous, requests and replies included). */
+  sent: number;
+  /** Of those, sent by rendezvous. */
+  rendezvousSent: number;
+  /** Messages received. */
+  received: number;
+  /** Of those, received by rendezvous (READ). */
+  rendezvousReceived: number;
+  /** Bytes of payload sent and received. */
+  bytesSent: number;
+  bytesReceived: number;
+  /** CREDIT messages sent (credits returned with no data to carry them). */
+  creditMessages: number;
+  /** Times a message waited because the peer had no receive free for it. */
+  creditStalls: number;
+  /** Registrations of senders' memory (`ibv_reg_mr`) and registration cache hits. */
+  registrations: number;
+  cacheHits: number;
+  /** Rendezvous receive buffers allocated (and registered). */
+  receiveBuffers: number;
+  /** Messages lent to consumers and not yet released. */
+  lent: number;
+  /** Receives posted now (the pool's buffers not lent and not in flight). */
+  posted: number;
+  /** Late replies dropped (their request was cancelled or timed out). */
+  lateReplies: number;
+}
+
+interface Outgoing {
+  type: number;
+  flags: number;
+  id: number;
+  bytes: Uint8Array;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+interface Read {
+  id: number;
+  flags: number;
+  reqId: number;
+  addr: bigint;
+  rkey: number;
+  length: number;
+  dest?: Mr;
+}
+
+/** wr_ids of our sends: kind in the high bits, the slot or read below. */
+const SEND_KIND = 2 ** 32;
+const READ_KIND = 2 * 2 ** 32;
+
+/**
+ * The message layer on one connection (DESIGN §10): messages of any size
+ * both ways, with credits so that no SEND ever finds the peer's receive
+ * queue empty, pooled and replenished receive buffers, rendezvous above
+ * `maxEager`, and request/response. Made by `connectMessages()` and
+ * `acceptMessages()`.
+ *
+ * ```
+ * peer sends:     a---b-----c---|
+ * messages$:      a---b-----c---|     (each a Message: read, then release())
+ * ```
+ */
+export class MessageConnection {
+  /** The connection underneath (its QP and CQs belong to the layer: post nothing on them). */
+  connection!: Connection;
+  private readonly opts: ResolvedMessageOptions;
+  private readonly res: VerbsResources;
+  private readonly slotBytes: number;
+  private readonly recvMr: Mr;
+  private readonly sendMr: Mr;
+  private readonly recvView: DataView;
+  private readonly sendView: DataView;
+  private readonly freeSlots: number[] = [];
+  private readonly receives: number;
+  private credits: CreditWindow | undefined;
+  private peer: Setup | undefined;
+  private readonly early: WorkCompletion[] = [];
+  private readonly outgoing: Outgoing[] = [];
+  private readonly urgent: Outgoing[] = [];
+  private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
+  private readonly reads = new Map<number, Read>();
+  private readonly readQueue: Read[] = [];
+  private readonly pendingRequests = new Map<number, { next(m: Message): void; error(e: unknown): void }>();
+  private readonly messagesSource: LentSource<Message>;
+  private readonly requestsSource: LentSource<IncomingRequest>;
+  private readonly cache: RegistrationCache;
+  private readonly pool: ReceivePool;
+  private readonly subscriptions: Subscription[] = [];
+  private nextRendezvous = 1;
+  private nextRead = 1;
+  private nextRequest = 1;
+  private pumping = false;
+  private pumpQueued = false;
+  private failure: unknown;
+  private ended = false;
+  private readonly counters: Omit<MessageStats, 'registrations' | 'cacheHits' | 'receiveBuffers' | 'posted'> = {
+    sent: 0,
+    rendezvousSent: 0,
+    received: 0,
+    rendezvousReceived: 0,
+    bytesSent: 0,
+    bytesReceived: 0,
+    creditMessages: 0,
+    creditStalls: 0,
+    lent: 0,
+    lateReplies: 0,
+  };
+  private posted = 0;
+
+  /** @internal Made at `prepare` (the QP takes receives): posts every receive. */
+  constructor(resources: VerbsResources, options: ResolvedMessageOptions) {
+    this.opts = options;
+    this.res = resources;
+    const { pd, qp } = resources;
+    this.receives = receivesFor(options.depth);
+    const cap = qp.cap;
+    const sendWrs = this.receives + options.reads;
+    if (cap.maxRecvWr < this.receives || cap.maxSendWr < sendWrs) {
+      throw new RangeError(
+        `the message layer with depth ${options.depth} needs a QP with maxRecvWr >= ${this.receives} and maxSendWr >= ${sendWrs}, got ${cap.maxRecvWr} and ${cap.maxSendWr}: leave cap unset or make it larger`,
+      );
+    }
+    this.slotBytes = HEADER_BYTES + Math.max(options.maxEager, RENDEZVOUS_BYTES);
+    this.recvMr = pd.allocMemory(this.receives * this.slotBytes, { access: ['LOCAL_WRITE'] });
+    this.sendMr = pd.allocMemory(this.receives * this.slotBytes, { access: ['LOCAL_WRITE'] });
+    this.recvView = new DataView(this.recvMr.buffer.buffer, this.recvMr.buffer.byteOffset, this.recvMr.buffer.byteLength);
+    this.sendView = new DataView(this.sendMr.buffer.buffer, this.sendMr.buffer.byteOffset, this.sendMr.buffer.byteLength);
+    for (let i = this.receives - 1; i >= 0; i--) this.freeSlots.push(i);
+    this.cache = new RegistrationCache(pd);
+    this.pool = new ReceivePool(pd);
+    this.messagesSource = new LentSource<Message>(this.bufferOptions());
+    this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions());
+    const wrs = [];
+    for (let i = 0; i < this.receives; i++) wrs.push({ wrId: i, sg: { mr: this.recvMr, offset: i * this.slotBytes, length: this.slotBytes } });
+    qp.postRecv(wrs);
+    this.posted = this.receives;
+    const cqs = new Set([resources.sendCq, resources.recvCq]);
+    for (const cq of cqs) {
+      this.subscriptions.push(
+        cq.completions$.subscribe({
+          next: (batch) => this.completions(batch),
+          error: (err: unknown) => this.end(err),
+        }),
+      );
+    }
+  }
+
+  /** The buffer options of the two sources, with a drop handler that releases what it drops. */
+  private bufferOptions() {
+    const given = this.opts.buffer;
+    if (!given?.onDropped) return given as undefined;
+    const user = given.onDropped;
+    return {
+      ...given,
+      onDropped: (m: Message) => {
+        m.release();
+        user(m);
+      },
+    };
+  }
+
+  /**
+   * Hot source of the peer's messages (not requests nor replies), exactly
+   * once, with `tryTake()` and `take()`. Release each message when done
+   * with its bytes. With the default `'pause'`, messages nobody takes keep
+   * their buffers, so the peer runs out of credits and waits.
+   */
+  get messages$(): HotSource<Message> {
+    return this.messagesSource.source;
+  }
+
+  /** Hot source of the peer's requests (see {@link MessageConnection.serve}). */
+  get requests$(): HotSource<IncomingRequest> {
+    return this.requestsSource.source;
+  }
+
+  /** Counters: messages, bytes, credit stalls, registrations and cache hits, buffers lent. */
+  get stats(): MessageStats {
+    return {
+      ...this.counters,
+      registrations: this.cache.registrations,
+      cacheHits: this.cache.hits,
+      receiveBuffers: this.pool.allocations,
+      posted: this.posted,
+    };
+  }
+
+  /** True once the layer ended (the connection closed or failed). */
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  /** What the peer announced at set-up: its eager size, depth and largest message. */
+  get peerLimits(): { maxEager: number; depth: number; maxMessage: number } | undefined {
+    return this.peer && { maxEager: this.peer.maxEager, depth: this.peer.depth, maxMessage: this.peer.maxMessage };
+  }
+
+  /**
+   * Sends one message of any size (up to the peer's `maxMessage`): a
+   * `Uint8Array`/`Buffer` or a string (UTF-8). Waits, never fails, while the
+   * peer has no receive free for it.
+   * @returns settles when `data`'s memory may be reused: at once for an
+   *   eager message (it was copied), when the peer has READ it for a
+   *   rendezvous. Rejects with {@link MessagesClosedError} when the
+   *   connection ends first, TypeError / RangeError for bad input.
+   */
+  send(data: Uint8Array | string): Promise<void> {
+    return this.enqueue(data, 0, 0);
+  }
+
+  /**
+   * One request and its reply, as a cold Observable: each subscription
+   * sends the request; the reply (a {@link Message}, to release) comes as
+   * its one value. Unsubscribing cancels: a reply that comes later is
+   * dropped and its buffer returned; a large reply is then never READ.
+   *
+   * ```
+   * request$(q):   ----r|        the peer's serve() answered
+   *                ----#         RemoteError (its handler failed), RequestTimeoutError,
+   *                              MessagesClosedError (the connection ended)
+   * ```
+   */
+  request$(data: Uint8Array | string, options?: RequestOptions): Observable<Message> {
+    const timeoutMs = options?.timeoutMs;
+    return new Observable<Message>((subscriber) => {
+      if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1)) {
+        subscriber.error(new RangeError(`timeoutMs must be a positive integer, got ${String(timeoutMs)}`));
+        return undefined;
+      }
+      const id = this.nextRequest;
+      this.nextRequest = this.nextRequest >= 0xffffffff ? 1 : this.nextRequest + 1;
+      this.pendingRequests.set(id, {
+        next: (m) => {
+          this.pendingRequests.delete(id);
+          subscriber.next(m);
+          subscriber.complete();
+        },
+        error: (e) => {
+          this.pendingRequests.delete(id);
+          subscriber.error(e);
+        },
+      });
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.pendingRequests.get(id)?.error(new RequestTimeoutError(timeoutMs)), timeoutMs);
+      this.enqueue(data, FLAG.REQUEST, id).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
+      return () => {
+        if (timer) clearTimeout(timer);
+        this.pendingRequests.delete(id);
+      };
+    });
+  }
+
+  /** {@link MessageConnection.request$} as a Promise of the reply. */
+  request(data: Uint8Array | string, options?: RequestOptions): Promise<Message> {
+    return firstValueFrom(this.request$(data, options));
+  }
+
+  /**
+   * Answers the peer's requests with `handler`, at most `concurrency` at a
+   * time (default 16): its result (bytes or a string, now, as a Promise or
+   * as an Observable's first value) is the reply; a throw or a rejection
+   * answers with an error the requester sees as {@link RemoteError}. Each
+   * request is released once its reply has gone. Unsubscribe to stop.
+   */
+  serve(handler: (request: IncomingRequest) => ServeResult, options?: { concurrency?: number }): Subscription {
+    if (typeof handler !== 'function') throw new TypeError('handler must be a function');
+    const concurrency = options?.concurrency ?? 16;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${String(concurrency)}`);
+    return this.requests$
+      .pipe(
+        mergeMap(
+          (request) =>
+            defer(() => {
+              const result = handler(request);
+              return isObservable(result) || result instanceof Promise ? from(result as Observable<Uint8Array | string>).pipe(take(1)) : of(result);
+            }).pipe(
+              mergeMap((reply) => from(request.reply(reply ?? new Uint8Array(0)))),
+              catchError((err: unknown) => from(request.fail(err)).pipe(catchError(() => EMPTY))),
+              finalize(() => request.release()),
+            ),
+          concurrency,
+        ),
+      )
+      .subscribe({ error: () => undefined });
+  }
+
+  /**
+   * Ends the layer (every pending send and request fails with
+   * {@link MessagesClosedError}), closes the connection and releases the
+   * layer's buffers and registrations. Lent messages stay readable; their
+   * `release()` does nothing any more. Idempotent.
+   */
+  close(): void {
+    this.end(new MessagesClosedError('The message connection was closed'));
+    this.connection?.close();
+    this.destroy();
+  }
+
+  // ---- set-up ---------------------------------------------------------------------
+
+  /** @internal The peer's set-up is known: sends may start, early receives are handled. */
+  peerKnown(setup: Setup): void {
+    this.peer = setup;
+    this.credits = new CreditWindow(this.opts.depth, setup.depth);
+    const early = this.early.splice(0);
+    for (const wc of early) this.received(wc);
+    this.pump();
+  }
+
+  /** @internal The connection is established: its end ends the layer. */
+  attach(connection: Connection): this {
+    this.connection = connection;
+    connection.disconnected$.subscribe({
+      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
+      error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err)),
+    });
+    return this;
+  }
+
+  /** @internal Set-up failed: release what was made (the connection's resources go with the attempt). */
+  destroy(): void {
+    this.ended = true;
+    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+    this.cache.close();
+    this.pool.close();
+    this.recvMr.close();
+    this.sendMr.close();
+  }
+
+  // ---- sending --------------------------------------------------------------------
+
+  private enqueue(data: Uint8Array | string, flags: number, id: number): Promise<void> {
+    let bytes: Uint8Array;
+    if (typeof data === 'string') bytes = Buffer.from(data, 'utf8');
+    else if (data instanceof Uint8Array) bytes = data;
+    else return Promise.reject(new TypeError('data must be a Uint8Array, a Buffer or a string'));
+    if (this.ended) return Promise.reject(this.closedError());
+    const peerMax = this.peer?.maxMessage ?? Infinity;
+    if (bytes.length > peerMax) return Promise.reject(new RangeError(`the message is ${bytes.length} bytes; the peer takes at most ${peerMax}`));
+    const type = bytes.length > this.opts.maxEager ? TYPE.RENDEZVOUS : TYPE.EAGER;
+    return new Promise<void>((resolve, reject) => {
+      this.outgoing.push({ type, flags, id, bytes, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Posts what can go now, in order: DONEs first, then messages; then a CREDIT if one is due. */
+  private pump(): void {
+    if (this.pumping || this.ended || !this.credits) return;
+    this.pumping = true;
+    try {
+      const credits = this.credits;
+      for (const queue of [this.urgent, this.outgoing]) {
+        while (queue.length > 0 && this.freeSlots.length > 0) {
+          if (!credits.canSendData) {
+            this.counters.creditStalls++;
+            break;
+          }
+          const item = queue.shift()!;
+          this.post(item);
+        }
+        if (queue.length > 0) break;
+      }
+      if (credits.creditDue && credits.canSendCredit && this.freeSlots.length > 0) {
+        this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+        this.counters.creditMessages++;
+      }
+    } catch (err) {
+      this.fail(err);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Schedules one pump for the end of this turn (many releases, one CREDIT check). */
+  private pumpSoon(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  private post(item: Outgoing): void {
+    const slot = this.freeSlots.pop()!;
+    const at = slot * this.slotBytes;
+    let length = 0;
+    let id = item.id;
+    if (item.type === TYPE.EAGER) {
+      length = item.bytes.length;
+      this.sendMr.buffer.set(item.bytes, at + HEADER_BYTES);
+    } else if (item.type === TYPE.RENDEZVOUS) {
+      const { mr, addr, entry } = this.cache.acquire(item.bytes);
+      const rendezvous = this.nextRendezvous;
+      this.nextRendezvous = this.nextRendezvous >= 0xffffffff ? 1 : this.nextRendezvous + 1;
+      this.sendView.setBigUint64(at + HEADER_BYTES, addr, true);
+      this.sendView.setUint32(at + HEADER_BYTES + 8, mr.rkey, true);
+      this.sendView.setUint32(at + HEADER_BYTES + 12, item.bytes.length, true);
+      // The header's id is the rendezvous's (DONE names it); the request's rides in the descriptor.
+      this.sendView.setUint32(at + HEADER_BYTES + 16, item.id, true);
+      length = RENDEZVOUS_BYTES;
+      this.awaitingDone.set(rendezvous, { resolve: item.resolve, reject: item.reject, release: () => this.cache.done(entry) });
+      id = rendezvous;
+    }
+    const grant = this.credits!.spend();
+    writeHeader(this.sendView, at, item.type, item.flags, grant, id, length);
+    this.res.qp.postSend({ wrId: SEND_KIND + slot, sg: { mr: this.sendMr, offset: at, length: HEADER_BYTES + length } });
+    if (item.type === TYPE.EAGER || item.type === TYPE.RENDEZVOUS) {
+      this.counters.sent++;
+      this.counters.bytesSent += item.bytes.length;
+      if (item.type === TYPE.RENDEZVOUS) this.counters.rendezvousSent++;
+    }
+    // Eager bytes were copied: the caller may reuse them now. A rendezvous settles on DONE.
+    if (item.type !== TYPE.RENDEZVOUS) item.resolve();
+  }
+
+  // ---- completions ----------------------------------------------------------------
+
+  private completions(batch: WcBatch): void {
+    for (const wc of batch) {
+      if (wc.opcode === 'RECV') {
+        if (!this.credits && wc.status === 'SUCCESS') this.early.push(wc);
+        else this.received(wc);
+      } else {
+        this.sendDone(wc);
+      }
+    }
+    this.pump();
+  }
+
+  private sendDone(wc: WorkCompletion): void {
+    const wrId = Number(wc.wrId);
+    if (wrId >= READ_KIND) {
+      this.readDone(wrId - READ_KIND, wc);
+      return;
+    }
+    this.freeSlots.push(wrId - SEND_KIND);
+    if (wc.status !== 'SUCCESS' && !this.ended) this.fail(new MessagesClosedError(`A send completed ${wc.status}`));
+  }
+
+  private received(wc: WorkCompletion): void {
+    const slot = Number(wc.wrId);
+    this.posted--;
+    if (wc.status !== 'SUCCESS') {
+      if (!this.ended) this.fail(new MessagesClosedError(`A receive completed ${wc.status}`));
+      return;
+    }
+    if (this.ended) return;
+    const at = slot * this.slotBytes;
+    if (wc.byteLen < HEADER_BYTES) return this.protocol(`a message of ${wc.byteLen} bytes, shorter than a header`);
+    const h = readHeader(this.recvView, at);
+    if (this.credits!.granted(h.grant)) this.pumpSoon();
+    switch (h.type) {
+      case TYPE.EAGER: {
+        if (h.length > this.opts.maxEager || wc.byteLen !== HEADER_BYTES + h.length) {
+          return this.protocol(`an eager message of ${h.length} bytes in ${wc.byteLen} (maxEager ${this.opts.maxEager})`);
+        }
+        const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
+        this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
+        return;
+      }
+      case TYPE.RENDEZVOUS: {
+        if (h.length !== RENDEZVOUS_BYTES || wc.byteLen !== HEADER_BYTES + RENDEZVOUS_BYTES) return this.protocol('a rendezvous descriptor of the wrong size');
+        const read: Read = {
+          id: h.id,
+          flags: h.flags,
+          addr: this.recvView.getBigUint64(at + HEADER_BYTES, true),
+          rkey: this.recvView.getUint32(at + HEADER_BYTES + 8, true),
+          length: this.recvView.getUint32(at + HEADER_BYTES + 12, true),
+          reqId: this.recvView.getUint32(at + HEADER_BYTES + 16, true),
+        };
+        this.repost(slot);
+        if (read.length > this.opts.maxMessage) return this.protocol(`a message of ${read.length} bytes; this side takes at most ${this.opts.maxMessage}`);
+        if (read.length <= this.opts.maxEager) return this.protocol(`a rendezvous of ${read.length} bytes, within maxEager`);
+        this.startRendezvous(read);
+        return;
+      }
+      case TYPE.DONE: {
+        this.repost(slot);
+        const waiting = this.awaitingDone.get(h.id);
+        if (!waiting) return this.protocol(`DONE for rendezvous ${h.id}, which is not in flight`);
+        this.awaitingDone.delete(h.id);
+        waiting.release();
+        waiting.resolve();
+        return;
+      }
+      case TYPE.CREDIT:
+        this.repost(slot);
+        return;
+      default:
+        return this.protocol(`a message of type ${h.type}`);
+    }
+  }
+
+  /** A RENDEZVOUS arrived: READ it, unless it answers a request nobody waits for. */
+  private startRendezvous(read: Read): void {
+    if (read.flags & FLAG.RESPONSE && !this.pendingRequests.has(read.reqId)) {
+      this.counters.lateReplies++;
+      this.queueDone(read.id, FLAG.CANCELLED);
+      return;
+    }
+    if (this.reads.size >= this.opts.reads) {
+      this.readQueue.push(read);
+      return;
+    }
+    const n = this.nextRead;
+    this.nextRead = this.nextRead >= 0xffffffff ? 1 : this.nextRead + 1;
+    read.dest = this.pool.take(read.length);
+    this.reads.set(n, read);
+    this.res.qp.postSend({
+      wrId: READ_KIND + n,
+      opcode: 'RDMA_READ',
+      sg: { mr: read.dest, offset: 0, length: read.length },
+      remote: { addr: read.addr, rkey: read.rkey },
+    });
+  }
+
+  private readDone(n: number, wc: WorkCompletion): void {
+    const read = this.reads.get(n);
+    if (!read) return;
+    this.reads.delete(n);
+    const dest = read.dest!;
+    if (wc.status !== 'SUCCESS' || this.ended) {
+      // The device is done with it either way: it may go back.
+      this.pool.give(dest);
+      if (!this.ended) this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`));
+      return;
+    }
+    this.queueDone(read.id, 0);
+    const next = this.readQueue.shift();
+    if (next) this.startRendezvous(next);
+    const data = dest.buffer.subarray(0, read.length);
+    this.deliver(data, read.flags, read.reqId, true, () => this.pool.give(dest));
+  }
+
+  private queueDone(id: number, flags: number): void {
+    this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+  }
+
+  /** Hands a received message to whoever takes it: a waiting request, `requests$` or `messages$`. */
+  private deliver(data: Buffer, flags: number, id: number, rendezvous: boolean, giveBack: () => void): void {
+    this.counters.received++;
+    this.counters.bytesReceived += data.length;
+    if (rendezvous) this.counters.rendezvousReceived++;
+    this.counters.lent++;
+    const back = () => {
+      this.counters.lent--;
+      giveBack();
+    };
+    if (flags & FLAG.RESPONSE) {
+      const waiting = this.pendingRequests.get(id);
+      const message = new Message(data, id, rendezvous, back);
+      if (!waiting) {
+        this.counters.lateReplies++;
+        message.release();
+      } else if (flags & FLAG.ERROR) {
+        const text = message.text();
+        message.release();
+        waiting.error(new RemoteError(text));
+      } else {
+        waiting.next(message);
+      }
+      return;
+    }
+    if (flags & FLAG.REQUEST) {
+      this.requestsSource.deliver(new IncomingRequest(data, id, rendezvous, back, (reply, f) => this.enqueue(reply, f, id)));
+      return;
+    }
+    this.messagesSource.deliver(new Message(data, 0, rendezvous, back));
+  }
+
+  private repost(slot: number): void {
+    if (this.ended) return;
+    try {
+      this.res.qp.postRecv({ wrId: slot, sg: { mr: this.recvMr, offset: slot * this.slotBytes, length: this.slotBytes } });
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.posted++;
+    this.credits?.reposted(1);
+    if (this.credits?.creditDue) this.pumpSoon();
+  }
+
+  // ---- ends -----------------------------------------------------------------------
+
+  private protocol(what: string): void {
+    this.fail(new MessageProtocolError(`The peer broke the message protocol: ${what}`));
+  }
+
+  /** The layer fails: everything pending fails typed, the connection is closed. */
+  private fail(err: unknown): void {
+    if (this.ended) return;
+    this.end(err);
+    this.connection?.close();
+  }
+
+  private closedError(): Error {
+    const f = this.failure;
+    if (f instanceof MessagesClosedError) return f;
+    return new MessagesClosedError(undefined, f);
+  }
+
+  private end(err: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.failure = err;
+    const error = this.closedError();
+    for (const item of [...this.urgent.splice(0), ...this.outgoing.splice(0)]) item.reject(error);
+    for (const w of [...this.awaitingDone.values()]) {
+      w.release();
+      w.reject(error);
+    }
+    this.awaitingDone.clear();
+    for (const p of [...this.pendingRequests.values()]) p.error(error);
+    this.pendingRequests.clear();
+    // A clean end completes the sources, a failure errors them; what arrived stays takeable first.
+    const clean = err instanceof MessagesClosedError && err.cause === undefined;
+    for (const lent of [this.messagesSource, this.requestsSource] as LentSource<Message>[]) {
+      for (const m of lent.drain()) lent.source.push(m);
+      if (clean) lent.source.complete();
+      else lent.source.error(err instanceof MessageProtocolError ? err : error);
+    }
+  }
+}
+
+function noop(): void {
+  // A control message settles nothing.
+}
