@@ -1,5 +1,6 @@
 import type { NativeCq, NativeCqStats } from '../native/binding';
 import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { ownedSource } from '../observables/owned-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
 import { CqOverrunError } from '../core/errors';
@@ -109,7 +110,9 @@ export class Cq implements CqLike {
     const { ackEvery = 64, pollMax = 256, ...buffer } = options ?? {};
     this.pollMax = pollMax;
     let retained = false;
-    const source: HotSource<WcBatch> = new HotSource<WcBatch>(
+    const source: HotSource<WcBatch> = ownedSource<WcBatch>(
+      // A CQ closed or failed before this first use: born ended as close() or fail() leaves it.
+      { closed: this.native.closed, failure: this.failure },
       {
         start: () => {
           if (this.native.closed) return;
@@ -139,7 +142,6 @@ export class Cq implements CqLike {
       buffer,
     );
     this.source = source;
-    if (this.failure) source.error(this.failure);
     return source;
   }
 
@@ -195,8 +197,12 @@ export class Cq implements CqLike {
     return WcBatch.inSlab(slab, count, byteOffset, this.slabWords);
   }
 
-  /** @internal An async event said this CQ is broken or the device died. */
+  /**
+   * @internal An async event said this CQ is broken or the device died. A
+   * CQ already closed ended cleanly: what comes after does not change that.
+   */
   fail(error: Error): void {
+    if (this.native.closed) return;
     this.failure ??= error;
     this.source?.error(error);
   }
