@@ -198,8 +198,9 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     resources.qp.state = state;
   }
 
-  /** The channel of the CQs fails with `error`. */
+  /** The CQs (their `completions$`) and their channel fail with `error`, as the native ones do. */
   failResources(resources: VirtualResources, error: Error): void {
+    for (const cq of new Set([resources.sendCq, resources.recvCq])) cq.fail(error);
     resources.channel.fail(error);
   }
 

@@ -1,5 +1,6 @@
 import type { NativeCq, NativeCqStats } from '../native/binding';
-import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { HotSource } from '../observables/hot-source';
+import type { CompletionsOptions } from '../observables/completions-options';
 import { ownedSource } from '../observables/owned-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
@@ -8,13 +9,7 @@ import type { CqLike } from '../core/types';
 import { WcBatch, WC_BYTES, wordsOf } from '../core/wc-batch';
 import { cqOwners } from './owners';
 
-/** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
-export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
-  /** Ack events in batches of this many (default 64); always flushed before destroy. */
-  ackEvery?: number;
-  /** Max completions per `tryTake()` poll (default 256). */
-  pollMax?: number;
-}
+export type { CompletionsOptions };
 
 /**
  * A completion queue (`ibv_cq`). Consume it either explicitly (the channel's

@@ -1,6 +1,6 @@
-import { createSoftDevice, openDevice, Context, HotSource } from '../../src';
+import { createSoftDevice, openDevice, Context } from '../../src';
 import { TEST_DEVICE, itSoft, makePair, waitFor } from '../support/device';
-import { endedAs, seeEnd } from '../support/ended';
+import { AnySource, endedAs, seeEnd } from '../support/ended';
 
 /**
  * DESIGN §4: a source of an object that is already closed is born
@@ -12,7 +12,7 @@ import { endedAs, seeEnd } from '../support/ended';
 interface Kind {
   name: string;
   /** Opens what the source belongs to; returns how to touch the source, how to close its owner, and a clean-up. */
-  open(ctx: Context): { touch(): HotSource<unknown>; close(): void };
+  open(ctx: Context): { touch(): AnySource; close(): void };
 }
 
 const KINDS: Kind[] = [

@@ -1,5 +1,14 @@
-import { EmptyError, firstValueFrom } from 'rxjs';
-import type { HotSource } from '../../src/observables/hot-source';
+import { EmptyError, firstValueFrom, Observable } from 'rxjs';
+
+/**
+ * What {@link seeEnd} looks at: a hot source of any item type (a
+ * `HotSource<T>` is not a `HotSource<unknown>`: its buffer options take T).
+ */
+export type AnySource = Observable<unknown> & {
+  readonly terminated: 'complete' | 'error' | undefined;
+  tryTake(): unknown;
+  take(): Promise<unknown>;
+};
 
 /** How a source ended: completed, or failed with an error of this class name. */
 export type Ending = { complete: true } | { errorName: string };
@@ -35,7 +44,7 @@ async function settled<T>(p: Promise<T>, show: (value: T) => string): Promise<st
  * a subscriber (synchronously), `tryTake()`, `take()` and `firstValueFrom()`.
  * Call it on a source that has nothing buffered.
  */
-export async function seeEnd<T>(source: HotSource<T>): Promise<SeenEnd> {
+export async function seeEnd(source: AnySource): Promise<SeenEnd> {
   const terminated = source.terminated;
   let subscriber = 'nothing';
   source
