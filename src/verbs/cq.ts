@@ -95,7 +95,9 @@ export class Cq implements CqLike {
    * The hot source of this CQ's completions as {@link WcBatch}es, the loop
    * wired for you natively (event -> batched ack -> re-arm -> poll to
    * empty). It reads nothing while nothing subscribes; `tryTake()` polls the
-   * CQ directly. Options apply on first use only.
+   * CQ directly. Options apply on first use only. It completes when the CQ
+   * closes and errors when the CQ fails (an overrun, a dead device); first
+   * used after either, it is born ended the same way.
    * @throws TypeError when the CQ has no completion channel.
    */
   completions(options?: CompletionsOptions): HotSource<WcBatch> {
