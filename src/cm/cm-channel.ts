@@ -1,5 +1,6 @@
 import type { CmEventOwner, NativeCmChannel, NativeCmEvent, NativeCmId } from '../native/binding';
-import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { ownedSource } from '../observables/owned-source';
 import { CmChannelPort, CmEvent, cmEventName } from '../core/cm';
 import { CmId, cmIdOwners } from './cm-id';
 
@@ -44,11 +45,13 @@ export class CmChannel implements CmChannelPort, CmEventOwner {
    * The hot, multicast stream of CM events of the ids made on (or migrated
    * to) this channel. It watches the fd only while something subscribes;
    * until then events stay pending in the channel. Options apply on first
-   * use only. Completes when the channel closes.
+   * use only. Completes when the channel closes (born completed when first
+   * used after that).
    */
   events(options?: HotSourceOptions<CmEvent<CmId>>): HotSource<CmEvent<CmId>> {
     if (this.source) return this.source;
-    this.source = new HotSource<CmEvent<CmId>>(
+    this.source = ownedSource<CmEvent<CmId>>(
+      { closed: this.native.closed },
       {
         start: () => {
           if (!this.native.closed) this.native.watch(true);

@@ -3,7 +3,9 @@ import { WorkCompletionError } from '../core/errors';
 import type { WcBatch } from '../core/wc-batch';
 
 /**
- * Turns the first failed work completion into an error: a batch whose
+ * Turns the first failed work completion of a stream of `WcBatch`es (any
+ * Observable of them: a CQ's `completions$`, `drainCq()`'s output, a
+ * `merge()` of several CQs' `completions$`) into an error: a batch whose
  * completions all succeeded passes through untouched; in a batch with a
  * failure, the completions before the first failed one are emitted (as one
  * batch, if there are any), then the result errors with a

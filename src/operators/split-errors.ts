@@ -5,10 +5,11 @@ import type { WcBatch } from '../core/wc-batch';
 export type WcErrorSink = ((failed: WcBatch) => void) | Partial<Observer<WcBatch>>;
 
 /**
- * Splits a `WcBatch` stream in two: the successful completions go on
- * downstream, the failed ones — as one `WcBatch` per input batch that had
- * any — go to a side sink, synchronously and in order, at the moment they
- * are read.
+ * Splits a stream of `WcBatch`es in two — any Observable of them: one CQ's
+ * `completions$`, `drainCq()`'s output, a `merge()` of several CQs'
+ * `completions$` — the successful completions go on downstream, the failed
+ * ones — as one `WcBatch` per input batch that had any — go to a side sink,
+ * synchronously and in order, at the moment they are read.
  *
  * ```
  * source:   --a-----b-----c--|     b = [ok1, ERR, ok2], c = [ERR]
@@ -27,6 +28,8 @@ export type WcErrorSink = ((failed: WcBatch) => void) | Partial<Observer<WcBatch
  * const errors$ = new Subject<WcBatch>();
  * errors$.subscribe((failed) => { for (const wc of failed) retry(wc.wrId); });
  * completions$.pipe(splitErrors(errors$)).subscribe((ok) => settle(ok));
+ * // Several CQs at once: their batches, merged, are one stream of batches.
+ * merge(sendCq.completions$, recvCq.completions$).pipe(splitErrors(errors$)).subscribe(settle);
  * ```
  *
  * Like `tap`: an Observer sink also gets `complete`/`error` when the source

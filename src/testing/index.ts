@@ -1,12 +1,15 @@
 /**
  * rx-verbs/testing: marble-test rx-verbs pipelines without hardware or the
  * native addon. A virtual channel and CQ with the native semantics, driven by
- * marble diagrams inside `TestScheduler.run`, plus expectations on arms and
+ * marble diagrams inside `TestScheduler.run` — both ways of consuming a CQ:
+ * the channel's `events$` with the operators, and the fast path
+ * `cq.completions$` — plus expectations on arms and
  * acks and checks of the completion-loop rules; and a virtual connection
  * manager (`virtualCm`) that the package's `listen()` / `connect$()` run on,
  * for marble tests of reconnect, back-off and failover logic.
  */
 export { VirtualChannel, virtualChannel } from './virtual-channel';
+export type { VirtualChannelOptions } from './virtual-channel';
 export { VirtualCq, virtualCq } from './virtual-cq';
 export type { VirtualCqOptions, VirtualWc, VirtualCompletions } from './virtual-cq';
 export { expectArms, expectAcks, wrIdsOf } from './expectations';

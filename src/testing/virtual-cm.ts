@@ -215,8 +215,9 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     resources.qp.rnrRetryCount = own?.rnrRetryCount ?? theirs?.rnrRetryCount ?? DEFAULT_RNR_RETRY_COUNT;
   }
 
-  /** The channel of the CQs fails with `error`. */
+  /** The CQs (their `completions$`) and their channel fail with `error`, as the native ones do. */
   failResources(resources: VirtualResources, error: Error): void {
+    for (const cq of new Set([resources.sendCq, resources.recvCq])) cq.fail(error);
     resources.channel.fail(error);
   }
 

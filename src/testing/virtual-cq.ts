@@ -5,6 +5,9 @@ import { refuseBusyCq, refuseOverAck } from '../core/refusals';
 import type { CqLike } from '../core/types';
 import { WcBatch, WorkCompletionInit } from '../core/wc-batch';
 import { VirtualChannel } from './virtual-channel';
+import type { HotSource } from '../observables/hot-source';
+import type { CompletionsOptions } from '../observables/completions-options';
+import { ownedSource } from '../observables/owned-source';
 import { RingQueue } from '../observables/ring-queue';
 
 /** One virtual work completion: `WcBatch.from` fields, plus whether it is solicited. */
@@ -69,8 +72,15 @@ function atFrame(): string {
  *   before the close that is read after it needs no ack (destroying a CQ
  *   discards its events).
  *
+ * Like the native CQ it can be consumed two ways: explicitly (its channel's
+ * `events$` with the operators), or through {@link VirtualCq.completions$},
+ * the fast path, which runs the loop itself — event, batched ack, re-arm,
+ * poll until empty — and hands over one `WcBatch` per wake-up. Code written
+ * against `cq.completions$` runs unchanged on it.
+ *
  * It records what the pipeline did: `arms$`/`acks$` for `expectArms` /
- * `expectAcks`, and rule violations for `assertInvariants()`.
+ * `expectAcks` (the fast path's arms and acks included), and rule
+ * violations for `assertInvariants()`.
  */
 export class VirtualCq implements CqLike {
   readonly cqe: number;
@@ -90,6 +100,14 @@ export class VirtualCq implements CqLike {
   private read = 0;
   private acked = 0;
   private overrun = false;
+  /** `completions$`: not used yet, running, or stopped (no demand, paused); once used, the CQ's events are its own. */
+  private fastPath: 'off' | 'running' | 'stopped' = 'off';
+  private ackEvery = 64;
+  /** An event of the fast path was read and its wake-up's service is still to come. */
+  private serviceDue = false;
+  private pollMax = 256;
+  private source: HotSource<WcBatch> | undefined;
+  private failure: Error | undefined;
   private readonly violations: string[] = [];
   private readonly armLog = new ReplaySubject<'a' | 's'>();
   private readonly ackLog = new ReplaySubject<number>();
@@ -156,6 +174,90 @@ export class VirtualCq implements CqLike {
     return this.isClosed;
   }
 
+  /**
+   * The hot source of this CQ's completions, with default options.
+   * @see {@link VirtualCq.completions}
+   */
+  get completions$(): HotSource<WcBatch> {
+    return this.completions();
+  }
+
+  /**
+   * The hot source of this CQ's completions as `WcBatch`es, with the native
+   * `cq.completions()`'s rules, so a pipeline written against
+   * `cq.completions$` is marble-tested unchanged:
+   * - While something subscribes (or `take()` waits), the CQ is consumed
+   *   for you: on its first use it is armed and polled until empty; then
+   *   each of its events is read off the channel (it never reaches
+   *   `channel.events$`), acked in batches of `ackEvery` (default 64; the
+   *   rest when the CQ closes), and at the wake-up's end the CQ is re-armed
+   *   and polled until empty into one batch — what arrived in one frame
+   *   comes as one batch. The arms and acks show in `arms$` / `acks$`.
+   * - While nothing subscribes it reads nothing and arms nothing;
+   *   `tryTake()` polls the CQ directly (up to `pollMax`, default 256).
+   * - Exactly once, buffering, overflow (`highWaterMark`, `overflow`, ...)
+   *   and terminal states are the hot source's: `close()` completes it; an
+   *   overrun (or {@link VirtualCq.fail}) errors it after what it had read.
+   *   First used after either, it is born ended the same way.
+   *
+   * Options apply on first use only.
+   *
+   * ## Example
+   * ```ts
+   * testScheduler.run((helpers) => {
+   *   const cq = virtualCq(helpers, { completions: '--a--(bc)' });
+   *   const out$ = cq.completions({ ackEvery: 1 }).pipe(map(wrIdsOf));
+   *   helpers.expectObservable(out$).toBe('--x--y', { x: [1], y: [2, 3] });
+   *   expectArms(helpers, cq, 'a-a--a');
+   *   expectAcks(helpers, cq, '--1--1');
+   * });
+   * ```
+   * @throws RangeError for an `ackEvery` or `pollMax` that is not an
+   *   integer >= 1, and as a hot source for bad buffer options.
+   */
+  completions(options?: CompletionsOptions): HotSource<WcBatch> {
+    if (this.source) return this.source;
+    const { ackEvery = 64, pollMax = 256, ...buffer } = options ?? {};
+    for (const [name, n] of [['ackEvery', ackEvery], ['pollMax', pollMax]] as const) {
+      if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`${name} must be an integer >= 1, got ${n}`);
+    }
+    let retained = false;
+    const source: HotSource<WcBatch> = ownedSource<WcBatch>(
+      { closed: this.isClosed, failure: this.failure },
+      {
+        start: () => {
+          if (this.isClosed) return;
+          this.channel.retain();
+          retained = true;
+          this.fastPath = 'running';
+          let first: WcBatch;
+          try {
+            first = this.armAndDrain();
+          } catch (err) {
+            retained = false;
+            this.fastPath = 'stopped';
+            this.channel.release();
+            throw err;
+          }
+          if (first.length > 0) source.push(first);
+        },
+        stop: () => {
+          if (retained) {
+            retained = false;
+            this.channel.release();
+          }
+          if (this.fastPath === 'running') this.fastPath = 'stopped';
+        },
+        pull: () => this.pullBatch(),
+      },
+      buffer,
+    );
+    this.ackEvery = ackEvery;
+    this.pollMax = pollMax;
+    this.source = source;
+    return source;
+  }
+
   requestNotify(solicitedOnly = false): void {
     this.ensureOpen('requestNotify');
     if (this.overrun) throw new CqOverrunError('requestNotify on an overrun CQ', { cqe: this.cqe });
@@ -169,8 +271,7 @@ export class VirtualCq implements CqLike {
     this.ensureOpen('poll');
     if (this.overrun) throw new CqOverrunError('poll on an overrun CQ', { cqe: this.cqe });
     if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`poll: max must be an integer >= 1, got ${max}`);
-    const taken: VirtualWc[] = [];
-    while (taken.length < max && this.queue.length > 0) taken.push(this.queue.shift()!.wc);
+    const taken = this.take(max);
     if (taken.length === 0 && !this.covered()) {
       this.violations.push(
         `drained${atFrame()} while not armed and with no event pending: ` +
@@ -194,9 +295,23 @@ export class VirtualCq implements CqLike {
    */
   close(): void {
     if (this.isClosed) return;
+    // The fast path's batched acks are its own: flushed before destroy, as natively.
+    if (this.fastPath !== 'off' && this.unacked > 0) this.ack(this.unacked);
     refuseBusyCq(0, this.unacked, 0);
     this.isClosed = true;
     this.armed = false;
+    this.source?.complete();
+  }
+
+  /**
+   * Fails the CQ as a `CQ_ERR` or a lost device does: `completions$` errors
+   * with `error` after what it had read (sticky; born so when first used
+   * later). An overrun does this by itself. Ignored once closed.
+   */
+  fail(error: Error): void {
+    if (this.isClosed) return;
+    this.failure ??= error;
+    this.source?.error(error);
   }
 
   /** Adds completions as the device would: each may fire the arm. */
@@ -206,6 +321,7 @@ export class VirtualCq implements CqLike {
       if (this.queue.length >= this.cqe) {
         this.overrun = true;
         this.violations.push(`overrun${atFrame()}: a completion arrived at a full CQ (cqe ${this.cqe})`);
+        this.fail(new CqOverrunError(`CQ '${this.name}' overran${atFrame()} (depth ${this.cqe})`, { cqe: this.cqe }));
         return;
       }
       const complete = { ...wc, wrId: wc.wrId ?? this.nextWrId++ };
@@ -225,7 +341,8 @@ export class VirtualCq implements CqLike {
 
   /**
    * Throws an Error, naming the CQ, listing every broken rule:
-   * - events read from the channel and not acked. An `ackEvents()`
+   * - events read from the channel and not acked (on the explicit path:
+   *   `completions$` acks its own, the last of them when the CQ closes). An `ackEvents()`
    *   subscription that is still live holds up to `every - 1` events per CQ
    *   in its batch (it acks them when it ends): assert after unsubscribing
    *   or completing, or those show here too, as the message says;
@@ -239,7 +356,8 @@ export class VirtualCq implements CqLike {
    */
   assertInvariants(): void {
     const problems = [...this.violations];
-    if (this.unacked > 0) {
+    // The fast path's events are acked in batches by the CQ itself, the rest at close.
+    if (this.unacked > 0 && this.fastPath === 'off') {
       problems.push(
         `${this.unacked} event(s) read from the channel were never acked ` +
           '(a live ackEvents() subscription holds its batch until it ends: assert after unsubscribing or completing)',
@@ -253,6 +371,55 @@ export class VirtualCq implements CqLike {
   /** @internal The channel tells its CQ when one of its events was read. */
   noteEventRead(): void {
     if (!this.isClosed) this.read++; // a destroyed CQ's events need no ack
+  }
+
+  /**
+   * @internal The channel read an event of this CQ: true if the fast path
+   * owns it (it acks it in batches now and is serviced at the wake-up's
+   * end), false if it goes to `events$`.
+   */
+  fastEventRead(): boolean {
+    if (this.fastPath === 'off') return false;
+    if (this.isClosed) return true; // a destroyed CQ's events vanish
+    if (this.unacked >= this.ackEvery) this.ack(this.unacked);
+    this.serviceDue = true;
+    return true;
+  }
+
+  /** @internal The wake-up's end: re-arm and poll until empty into one batch (a running fast path only). */
+  serviceFastPath(): void {
+    this.serviceDue = false;
+    if (this.fastPath !== 'running' || this.isClosed) return;
+    let batch: WcBatch;
+    try {
+      batch = this.armAndDrain();
+    } catch (err) {
+      this.fastPath = 'stopped';
+      this.fail(err as Error);
+      return;
+    }
+    if (batch.length > 0) this.source?.push(batch);
+  }
+
+  /** Arms, then polls until empty: what landed before the arm is found, what lands after raises an event. */
+  private armAndDrain(): WcBatch {
+    this.requestNotify();
+    return WcBatch.from(this.take(Infinity));
+  }
+
+  /** `completions$.tryTake()`: one poll of up to `pollMax`, without arming (a polling loop needs none). */
+  private pullBatch(): WcBatch | undefined {
+    if (this.isClosed) return undefined;
+    if (this.overrun) throw this.failure ?? new CqOverrunError('poll on an overrun CQ', { cqe: this.cqe });
+    const taken = this.take(this.pollMax);
+    return taken.length > 0 ? WcBatch.from(taken) : undefined;
+  }
+
+  /** Takes up to `max` queued completions. */
+  private take(max: number): VirtualWc[] {
+    const taken: VirtualWc[] = [];
+    while (taken.length < max && this.queue.length > 0) taken.push(this.queue.shift()!.wc);
+    return taken;
   }
 
   /** Completions no event will come for, described; `undefined` if none. */
@@ -287,7 +454,7 @@ export class VirtualCq implements CqLike {
 
   /** An event raised and not yet read, or read and still buffered by `events$`: someone will poll. */
   private eventOnItsWay(): boolean {
-    return this.raised > this.read || this.channel.events$.pending > 0;
+    return this.raised > this.read || this.channel.events$.pending > 0 || this.serviceDue;
   }
 
   private raise(): void {

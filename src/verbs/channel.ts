@@ -1,5 +1,6 @@
 import type { NativeCq, NativeChannel, NativeFastResult } from '../native/binding';
-import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { ownedSource } from '../observables/owned-source';
 import { withAckMarks } from '../observables/with-ack-marks';
 import { cqOwners } from './owners';
 import type { Context } from './context';
@@ -70,7 +71,8 @@ export class CompletionChannel {
   /**
    * The hot, multicast stream of CQ events. It reads nothing while nothing
    * subscribes (events stay pending in the channel); `tryTake()` reads one.
-   * Options apply on first use only.
+   * Options apply on first use only. Completes when the channel closes
+   * (born completed when first used after that).
    *
    * Every event must be acked once (`ackEvents()`, or `event.cq.ack(1)`).
    * Each event it delivers to push subscribers is marked as owed an ack, so
@@ -82,7 +84,8 @@ export class CompletionChannel {
   events(options?: HotSourceOptions<CqEvent<Cq>>): HotSource<CqEvent<Cq>> {
     if (this.source) return this.source;
     let retained = false;
-    this.source = new HotSource<CqEvent<Cq>>(
+    this.source = ownedSource<CqEvent<Cq>>(
+      { closed: this.native.closed },
       withAckMarks({
         start: () => {
           if (this.native.closed) return;

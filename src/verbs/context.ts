@@ -1,5 +1,6 @@
 import type { NativeAsyncEvent, NativeContext, NativeDeviceAttr, NativePortAttr, NativeWcInit } from '../native/binding';
-import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { HotSource, HotSourceOptions } from '../observables/hot-source';
+import { ownedSource } from '../observables/owned-source';
 import { CompletionChannel } from './channel';
 import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STATUS_NAMES, WcOpcode, WcStatus } from '../core/constants';
 import { Cq } from './cq';
@@ -157,15 +158,16 @@ export class Context {
    * The hot stream of async events (`ibv_get_async_event`, acked for you).
    * Events nobody takes are buffered up to the high-water mark, then the
    * oldest are dropped (`droppedAsyncEvents` counts them). Errors with
-   * {@link DeviceFatalError} after `DEVICE_FATAL`.
+   * {@link DeviceFatalError} after `DEVICE_FATAL`; completes when the
+   * context closes (born ended so when first used after either).
    */
   asyncEvents(options?: HotSourceOptions<AsyncEvent>): HotSource<AsyncEvent> {
     if (!this.asyncSource) {
-      this.asyncSource = new HotSource<AsyncEvent>(
+      this.asyncSource = ownedSource<AsyncEvent>(
+        { closed: this.native.closed, failure: this.fatal },
         { start: () => undefined, stop: () => undefined, pull: () => this.readAsyncOne() },
         options ?? { overflow: 'dropOldest', onDropped: () => this.droppedAsync++ },
       );
-      if (this.fatal) this.asyncSource.error(this.fatal);
     }
     return this.asyncSource;
   }

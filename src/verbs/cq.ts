@@ -1,5 +1,7 @@
 import type { NativeCq, NativeCqStats } from '../native/binding';
-import { HotSource, HotSourceOptions } from '../observables/hot-source';
+import type { HotSource } from '../observables/hot-source';
+import type { CompletionsOptions } from '../observables/completions-options';
+import { ownedSource } from '../observables/owned-source';
 import type { CompletionChannel } from './channel';
 import type { Context } from './context';
 import { CqOverrunError } from '../core/errors';
@@ -7,13 +9,7 @@ import type { CqLike } from '../core/types';
 import { WcBatch, WC_BYTES, wordsOf } from '../core/wc-batch';
 import { cqOwners } from './owners';
 
-/** Options of {@link Cq.completions}: the bounded buffer plus the ack batch size. */
-export interface CompletionsOptions extends HotSourceOptions<WcBatch> {
-  /** Ack events in batches of this many (default 64); always flushed before destroy. */
-  ackEvery?: number;
-  /** Max completions per `tryTake()` poll (default 256). */
-  pollMax?: number;
-}
+export type { CompletionsOptions };
 
 /**
  * A completion queue (`ibv_cq`). Consume it either explicitly (the channel's
@@ -99,7 +95,9 @@ export class Cq implements CqLike {
    * The hot source of this CQ's completions as {@link WcBatch}es, the loop
    * wired for you natively (event -> batched ack -> re-arm -> poll to
    * empty). It reads nothing while nothing subscribes; `tryTake()` polls the
-   * CQ directly. Options apply on first use only.
+   * CQ directly. Options apply on first use only. It completes when the CQ
+   * closes and errors when the CQ fails (an overrun, a dead device); first
+   * used after either, it is born ended the same way.
    * @throws TypeError when the CQ has no completion channel.
    */
   completions(options?: CompletionsOptions): HotSource<WcBatch> {
@@ -109,7 +107,9 @@ export class Cq implements CqLike {
     const { ackEvery = 64, pollMax = 256, ...buffer } = options ?? {};
     this.pollMax = pollMax;
     let retained = false;
-    const source: HotSource<WcBatch> = new HotSource<WcBatch>(
+    const source: HotSource<WcBatch> = ownedSource<WcBatch>(
+      // A CQ closed or failed before this first use: born ended as close() or fail() leaves it.
+      { closed: this.native.closed, failure: this.failure },
       {
         start: () => {
           if (this.native.closed) return;
@@ -139,7 +139,6 @@ export class Cq implements CqLike {
       buffer,
     );
     this.source = source;
-    if (this.failure) source.error(this.failure);
     return source;
   }
 
@@ -195,8 +194,12 @@ export class Cq implements CqLike {
     return WcBatch.inSlab(slab, count, byteOffset, this.slabWords);
   }
 
-  /** @internal An async event said this CQ is broken or the device died. */
+  /**
+   * @internal An async event said this CQ is broken or the device died. A
+   * CQ already closed ended cleanly: what comes after does not change that.
+   */
   fail(error: Error): void {
+    if (this.native.closed) return;
     this.failure ??= error;
     this.source?.error(error);
   }

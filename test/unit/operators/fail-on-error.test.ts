@@ -1,9 +1,10 @@
-import { map } from 'rxjs';
+import { map, merge, Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { failOnError } from '../../../src/operators';
 import { WorkCompletionError } from '../../../src/core/errors';
 import { WcBatch } from '../../../src/core/wc-batch';
 import { batchOf, ids } from '../../support/wc-batches';
+import { virtualCq } from '../../../src/testing';
 
 /** @test {failOnError} */
 describe('failOnError', () => {
@@ -79,6 +80,16 @@ describe('failOnError', () => {
       const expected = '--a-     ';
       expectObservable(e1.pipe(failOnError()), unsub).toBe(expected, { a: ok });
       expectSubscriptions(e1.subscriptions).toBe(e1subs);
+    });
+  });
+
+  it('should take any Observable of WcBatch: the merge() of two CQs\' completions$, in marble form', () => {
+    testScheduler.run((helpers) => {
+      const sendCq = virtualCq(helpers, { completions: '--a---c', values: { a: { wrId: 1 }, c: { wrId: 4 } } });
+      const recvCq = virtualCq(helpers, { completions: '----(bd)', values: { b: { wrId: 2 }, d: { wrId: 3, status: 12 } } });
+      const merged$: Observable<WcBatch> = merge(sendCq.completions$, recvCq.completions$);
+      const failure = WorkCompletionError.fromBatch(WcBatch.from([{ wrId: 2 }, { wrId: 3, status: 12 }]), 1);
+      helpers.expectObservable(merged$.pipe(failOnError(), map(ids))).toBe('--x-(y#)', { x: [1], y: [2] }, failure);
     });
   });
 });

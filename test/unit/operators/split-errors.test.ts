@@ -1,7 +1,8 @@
-import { map, Subject } from 'rxjs';
+import { map, merge, Observable, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { splitErrors } from '../../../src/operators';
 import { WcBatch } from '../../../src/core/wc-batch';
+import { virtualCq } from '../../../src/testing';
 import { batchOf, ids } from '../../support/wc-batches';
 
 /** @test {splitErrors} */
@@ -87,5 +88,17 @@ describe('splitErrors', () => {
       .subscribe((b) => seen.push(`ok:${ids(b)}`));
     source.next(mixed);
     expect(seen).toEqual(['err:4', 'ok:1,2', 'ok:3,5']);
+  });
+
+  it('should take any Observable of WcBatch: the merge() of two CQs\' completions$, in marble form', () => {
+    const failed: number[][] = [];
+    testScheduler.run((helpers) => {
+      const sendCq = virtualCq(helpers, { completions: '--a-----c', values: { a: { wrId: 1 }, c: { wrId: 5, status: 5 } } });
+      const recvCq = virtualCq(helpers, { completions: '----(bd)--', values: { b: { wrId: 2, status: 4 }, d: { wrId: 3 } } });
+      const merged$: Observable<WcBatch> = merge(sendCq.completions$, recvCq.completions$);
+      const expected = '                               --x-y----';
+      helpers.expectObservable(merged$.pipe(splitErrors((f) => failed.push(ids(f))), map(ids))).toBe(expected, { x: [1], y: [3] });
+    });
+    expect(failed).toEqual([[2], [5]]);
   });
 });
