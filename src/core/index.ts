@@ -9,5 +9,6 @@ export * from './errors';
 export { WcBatch, WC_BYTES } from './wc-batch';
 export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
 export type { CqLike, CqEvent, Takeable } from './types';
+export { ThreadBound } from './thread-bound';
 export * from './cm';
 export * from './cm-errors';

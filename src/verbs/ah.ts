@@ -1,3 +1,4 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeAddress, NativeAh } from '../native/binding';
 import type { Pd } from './pd';
 import { checkInt, copyOptions, describe, optInt } from './validate';
@@ -34,7 +35,7 @@ const AH_KEYS = ['port', 'lid', 'gid', 'gidIndex', 'sl', 'hopLimit', 'trafficCla
  * allowed (as in rdma-core, nothing counts an address handle's users); a
  * PD with live address handles refuses to close (`EBUSY`).
  */
-export class Ah {
+export class Ah extends ThreadBound {
   /** @internal */
   readonly native: NativeAh;
   /** The PD it belongs to. */
@@ -44,6 +45,7 @@ export class Ah {
 
   /** @internal */
   constructor(native: NativeAh, pd: Pd, address: AhOptions) {
+    super();
     this.native = native;
     this.pd = pd;
     this.address = Object.freeze({ ...address });

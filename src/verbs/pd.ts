@@ -1,3 +1,4 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativePd } from '../native/binding';
 import type { AccessFlag } from '../core/constants';
 import type { Context } from './context';
@@ -38,7 +39,7 @@ const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxI
  * A protection domain (`ibv_pd`): memory registered in it is reachable only
  * by QPs of the same PD.
  */
-export class Pd {
+export class Pd extends ThreadBound {
   /** @internal */
   readonly native: NativePd;
   /** The context it was allocated on. */
@@ -48,6 +49,7 @@ export class Pd {
 
   /** @internal */
   constructor(native: NativePd, context: Context) {
+    super();
     this.native = native;
     this.context = context;
   }

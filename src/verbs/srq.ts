@@ -1,4 +1,6 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeSrq, NativeSrqAttr } from '../native/binding';
+import { refuseClosed } from '../core/refusals';
 import type { Pd } from './pd';
 import { srqOwners } from './owners';
 import { checkInt } from './validate';
@@ -40,7 +42,7 @@ const encoder = new WrEncoder();
  * Close it after the QPs that use it: while any remains, `close()` fails
  * with `EBUSY` (closing the PD closes them in the right order).
  */
-export class Srq {
+export class Srq extends ThreadBound {
   /** @internal */
   readonly native: NativeSrq;
   /** The PD it belongs to. */
@@ -48,6 +50,7 @@ export class Srq {
 
   /** @internal */
   constructor(native: NativeSrq, pd: Pd) {
+    super();
     this.native = native;
     this.pd = pd;
     srqOwners.set(native, this);
@@ -80,6 +83,7 @@ export class Srq {
    * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
+    refuseClosed('shared receive queue', 'ibv_post_srq_recv', this.native.closed);
     const count = encoder.encodeRecv(wr);
     if (count === 0) return;
     this.native.postRecv(encoder.bytes, count);
