@@ -10,5 +10,7 @@ export { WcBatch, WC_BYTES } from './wc-batch';
 export type { WorkCompletion, WorkCompletionInit } from './wc-batch';
 export type { CqLike, CqEvent, Takeable } from './types';
 export { ThreadBound } from './thread-bound';
+export { readGrh, GRH_BYTES } from './grh';
+export type { Grh } from './grh';
 export * from './cm';
 export * from './cm-errors';

@@ -361,7 +361,9 @@ export interface NativeCmConnParam {
   privateData?: Uint8Array;
   responderResources?: number;
   initiatorDepth?: number;
+  /** Default 6 (`DEFAULT_RETRY_COUNT`, which says why). */
   retryCount?: number;
+  /** Default 7, for ever (`DEFAULT_RNR_RETRY_COUNT`). */
   rnrRetryCount?: number;
   /** The QP this side of the connection uses (created on `openContext()`'s device). */
   qpNum: number;

@@ -325,9 +325,11 @@ export class Qp extends ThreadBound {
    * Posts one or more send work requests (`ibv_post_send`). All are checked
    * before any is posted; past the send queue's capacity it fails with
    * `ENOMEM` and `err.badWr` says which WR was not posted.
+   * @throws an Error with `code: 'EBADF'` once the QP is closed, whatever
+   *   its WRs name: the QP's own state is checked first, then each WR (a
+   *   deregistered MR, a closed address handle: `EBADF` naming the field).
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
-    // The QP's own state before anything its WRs name (a closed MR, an AH).
     refuseClosed('queue pair', 'ibv_post_send', this.native.closed);
     const ahs: NativeAh[] | undefined = this.datagrams ? [] : undefined;
     const count = encoder.encodeSend(wr, ahs);
@@ -340,7 +342,10 @@ export class Qp extends ThreadBound {
     return false;
   }
 
-  /** Posts one or more receive work requests (`ibv_post_recv`). */
+  /**
+   * Posts one or more receive work requests (`ibv_post_recv`); checked as
+   * {@link Qp.postSend} checks, the QP's own state first.
+   */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
     refuseClosed('queue pair', 'ibv_post_recv', this.native.closed);
     const count = encoder.encodeRecv(wr);

@@ -12,7 +12,11 @@ export interface CreateSrqOptions {
   maxWr: number;
   /** Scatter/gather entries per receive (default 1). */
   maxSge?: number;
-  /** Arms the limit event at creation (see {@link Srq.arm}); default 0, not armed. */
+  /**
+   * Arms the limit event at creation (see {@link Srq.arm}); default 0, not
+   * armed. At most the granted `maxWr`: above it creation fails with
+   * `EINVAL`, as `arm()` does.
+   */
   limit?: number;
 }
 
@@ -80,7 +84,8 @@ export class Srq extends ThreadBound {
   /**
    * Posts receives (`ibv_post_srq_recv`), the same work requests and checks
    * as `Qp.postRecv`: past the pool's capacity `ENOMEM`, more entries
-   * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
+   * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted); a
+   * closed SRQ is `EBADF` before anything its WRs name.
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
     refuseClosed('shared receive queue', 'ibv_post_srq_recv', this.native.closed);
