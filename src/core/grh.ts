@@ -68,10 +68,11 @@ function isIpv4Header(ip: Uint8Array): boolean {
  * @throws TypeError when `bytes` is not an ArrayBuffer or a view; RangeError when it is
  *   shorter than 40 bytes or holds neither header.
  */
-export function readGrh(bytes: ArrayBufferView | ArrayBuffer): Grh {
+export function readGrh(bytes: ArrayBufferView | ArrayBufferLike): Grh {
   let raw: Uint8Array;
+  const tag = Object.prototype.toString.call(bytes); // any realm's buffers, shared ones too
   if (ArrayBuffer.isView(bytes)) raw = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  else if (bytes instanceof ArrayBuffer) raw = new Uint8Array(bytes);
+  else if (tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]') raw = new Uint8Array(bytes as ArrayBufferLike);
   else throw new TypeError('the GRH must be an ArrayBuffer or a view of one (the start of the receive buffer)');
   if (raw.byteLength < GRH_BYTES) {
     throw new RangeError(`a GRH area is ${GRH_BYTES} bytes, got ${raw.byteLength}: pass the receive buffer from where the receive started`);

@@ -97,7 +97,7 @@ export function createAh(pd: Pd, options: AhOptions): Ah {
  * the completion and, when the completion has the GRH flag, the sender's
  * GID from the GRH, sent from the local GID the datagram was addressed to.
  */
-export function addressFromWc(pd: Pd, wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBuffer, port: number): AhOptions {
+export function addressFromWc(pd: Pd, wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBufferLike, port: number): AhOptions {
   checkObject(wc, 'wc');
   const { flags, slid, sl } = wc;
   const address: AhOptions = {

@@ -200,7 +200,7 @@ export class Pd extends ThreadBound {
    *   GRH area holds no header; an Error with `code: 'EINVAL'` when the GID it was sent
    *   to is not in the port's table.
    */
-  createAhFromWc(wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBuffer, port = 1): Ah {
+  createAhFromWc(wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBufferLike, port = 1): Ah {
     return this.createAh(addressFromWc(this, wc, grh, port));
   }
 

@@ -63,13 +63,16 @@ describe('readGrh', () => {
     expect(readGrh(grh4([192, 168, 1, 2], [10, 0, 0, 254], 0x10, 63, 0x60))).toEqual(expected);
   });
 
-  it('reads from any view at its offset, or an ArrayBuffer, and only the first 40 bytes', () => {
+  it('reads from any view at its offset, or an ArrayBuffer (shared too), and only the first 40 bytes', () => {
     const wire = Buffer.concat([Buffer.alloc(8, 0xee), grh6(0, 0, 1, 17), Buffer.from('payload')]);
     const at = new Uint8Array(wire.buffer, wire.byteOffset + 8, GRH_BYTES + 7);
     expect(readGrh(at).sgid).toBe(SGID);
     expect(readGrh(new DataView(wire.buffer, wire.byteOffset + 8)).dgid).toBe(DGID);
     const own = grh6(0, 0, 1, 17);
     expect(readGrh(own.buffer.slice(own.byteOffset, own.byteOffset + GRH_BYTES)).sgid).toBe(SGID);
+    const shared = new SharedArrayBuffer(GRH_BYTES);
+    new Uint8Array(shared).set(own);
+    expect(readGrh(shared).dgid).toBe(DGID);
   });
 
   it('refuses what is not a GRH area, saying what was expected', () => {
