@@ -9,17 +9,22 @@
  * other property of the object (by this base class's constructor), so the
  * message names the object that was posted, not one reached through it.
  *
- * Nothing else reads it: `util.inspect` shows it as `[Getter]` without
- * calling it, identity (`===`, jest's `toBe`) never touches it. Copying a
- * verbs object's properties (`{ ...qp }`, `Object.assign`) runs into it too,
+ * Little else reads it: `util.inspect` shows it as `[Getter]` without
+ * calling it, identity (`===`, jest's `toBe`) never touches it, and
+ * `JSON.stringify` (like jest's printer) asks `toJSON()` first. Copying a
+ * verbs object's properties (`{ ...qp }`, `Object.assign`) runs into it,
  * which is as it should be: such a copy is not the object either.
  */
 
 /** The own property whose getter refuses the copy. */
 const TRIPWIRE = 'threadBound';
 
+function nameOf(o: object): string {
+  return (o as { constructor?: { name?: string } }).constructor?.name || 'This rx-verbs object';
+}
+
 function refuse(this: object): never {
-  const name = (this as { constructor?: { name?: string } }).constructor?.name || 'This rx-verbs object';
+  const name = nameOf(this);
   throw new DOMException(
     `${name} cannot be sent to another thread (postMessage, structuredClone): it is a handle on native ` +
       'resources that belong to the thread that made it, and a copy would be a dead object. ' +
@@ -40,5 +45,14 @@ export abstract class ThreadBound {
   /** Installs the refusal as the object's first own property. */
   protected constructor() {
     Object.defineProperty(this, TRIPWIRE, { get: refuse, enumerable: true, configurable: false });
+  }
+
+  /**
+   * What `JSON.stringify` writes for it: its class name in brackets
+   * (`"[Qp]"`). A handle has no JSON form; this keeps logs of objects that
+   * hold one (an async event's `qp`) from tripping over the refusal.
+   */
+  toJSON(): string {
+    return `[${nameOf(this)}]`;
   }
 }
