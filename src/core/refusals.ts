@@ -37,6 +37,7 @@ const DESTROY_VERB: Record<ObjectKind, string> = {
 const ERRNO = {
   EBADF: { errno: 9, text: 'Bad file descriptor' },
   EBUSY: { errno: 16, text: 'Device or resource busy' },
+  EINVAL: { errno: 22, text: 'Invalid argument' },
 } as const;
 
 /** An errno failure of a verb, shaped like the addon's (`code`, `errno`, `syscall`). */
@@ -49,7 +50,11 @@ export interface VerbsFailure extends Error {
   readonly syscall: string;
 }
 
-function verbsFailure(code: keyof typeof ERRNO, verb: string, detail: string): VerbsFailure {
+/**
+ * @internal A verb's errno failure as the addon words it:
+ * `<verb> failed: <CODE> (<strerror>): <detail>`, with `code`, `errno`, `syscall`.
+ */
+export function verbsFailure(code: keyof typeof ERRNO, verb: string, detail: string): VerbsFailure {
   const { errno, text } = ERRNO[code];
   return Object.assign(new Error(`${verb} failed: ${code} (${text}): ${detail}`), { code, errno: -errno, syscall: verb });
 }

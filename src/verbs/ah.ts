@@ -3,6 +3,7 @@ import type { NativeAddress, NativeAh } from '../native/binding';
 import type { Pd } from './pd';
 import { WC_FLAGS } from '../core/constants';
 import { readGrh } from '../core/grh';
+import { verbsFailure } from '../core/refusals';
 import type { WorkCompletion } from '../core/wc-batch';
 import { checkInt, checkObject, copyOptions, describe, optInt } from './validate';
 
@@ -100,11 +101,8 @@ export function createAh(pd: Pd, options: AhOptions): Ah {
 export function addressFromWc(pd: Pd, wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBufferLike, port: number): AhOptions {
   checkObject(wc, 'wc');
   const { flags, slid, sl } = wc;
-  const address: AhOptions = {
-    port: checkInt(port, 'port', 1, 255),
-    lid: checkInt(slid, 'wc.slid', 0, 0xffff),
-    sl: checkInt(sl, 'wc.sl', 0, 15),
-  };
+  const portNum = checkInt(port, 'port', 1, 255);
+  const address: AhOptions = { port: portNum, lid: checkInt(slid, 'wc.slid', 0, 0xffff), sl: checkInt(sl, 'wc.sl', 0, 15) };
   if ((checkInt(flags, 'wc.flags', 0, 0xffffffff) & WC_FLAGS.GRH) === 0) {
     if (address.lid === 0) {
       throw new RangeError('the completion has no GRH and no source LID (wc.slid 0): nothing says who sent it; was it a successful UD receive?');
@@ -113,7 +111,7 @@ export function addressFromWc(pd: Pd, wc: Pick<WorkCompletion, 'flags' | 'slid' 
   }
   const h = readGrh(grh);
   address.gid = h.sgid;
-  address.gidIndex = localGidIndex(pd, address.port!, h.dgid);
+  address.gidIndex = localGidIndex(pd, portNum, h.dgid);
   address.hopLimit = h.hopLimit;
   address.trafficClass = h.trafficClass;
   address.flowLabel = h.flowLabel;
@@ -138,11 +136,5 @@ function localGidIndex(pd: Pd, port: number, gid: string): number {
     }
     if (here === gid) return i;
   }
-  const err = new Error(
-    `ibv_init_ah_from_wc failed: EINVAL (Invalid argument): the datagram was sent to GID ${gid}, which is not in port ${port}'s GID table`,
-  ) as Error & { code: string; errno: number; syscall: string };
-  err.code = 'EINVAL';
-  err.errno = -22;
-  err.syscall = 'ibv_init_ah_from_wc';
-  throw err;
+  throw verbsFailure('EINVAL', 'ibv_init_ah_from_wc', `the datagram was sent to GID ${gid}, which is not in port ${port}'s GID table`);
 }
