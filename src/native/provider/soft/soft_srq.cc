@@ -4,8 +4,8 @@
 // rxe (rdma-core's providers/rxe and the kernel's rxe_srq.c): a full ring is
 // ENOMEM, too many SGEs EINVAL, a limit above the ring's capacity EINVAL
 // (rules/srq.h: when armed, as rxe, and at creation, where rxe does not
-// look), and SRQ_LIMIT_REACHED fires once when a consumption leaves fewer receives than
-// the armed limit, which then disarms itself.
+// look), and SRQ_LIMIT_REACHED fires once when a consumption leaves fewer
+// receives than the armed limit, which then disarms itself.
 #include <cstring>
 
 #include "soft_objects.h"
