@@ -44,6 +44,7 @@
       "src/native/rules/children.cc",
       "src/native/rules/datagrams.cc",
       "src/native/rules/refusals.cc",
+      "src/native/rules/srq.cc",
       "src/native/rules/work_requests.cc",
       "src/native/util/batch_slab.cc",
       "src/native/util/deliver.cc",

@@ -1,4 +1,5 @@
 import type { CmEventOwner, NativeCmChannel, NativeCmEvent, NativeCmId } from '../native/binding';
+import { ThreadBound } from '../core/thread-bound';
 import type { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { ownedSource } from '../observables/owned-source';
 import { CmChannelPort, CmEvent, cmEventName } from '../core/cm';
@@ -12,7 +13,7 @@ import { CmId, cmIdOwners } from './cm-id';
  * {@link CmChannel.events$} is the raw hot stream; `listen()` and
  * `connect()` are built on it.
  */
-export class CmChannel implements CmChannelPort, CmEventOwner {
+export class CmChannel extends ThreadBound implements CmChannelPort, CmEventOwner {
   /** @internal */
   readonly native: NativeCmChannel;
   /** `'rdmacm'` or `'soft'`. */
@@ -21,6 +22,7 @@ export class CmChannel implements CmChannelPort, CmEventOwner {
 
   /** @internal */
   constructor(native: NativeCmChannel) {
+    super();
     this.native = native;
     this.provider = native.provider;
     native.setOwner(this);

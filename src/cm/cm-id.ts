@@ -1,4 +1,5 @@
 import type { NativeCmId } from '../native/binding';
+import { ThreadBound } from '../core/thread-bound';
 import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Qp } from '../verbs/qp';
@@ -17,13 +18,14 @@ export const cmIdOwners = new WeakMap<NativeCmId, CmId>();
  * QP attached: the connection's QP is made on {@link CmId.openContext}'s
  * device and moved with `native.modifyQp`.
  */
-export class CmId implements CmIdPort {
+export class CmId extends ThreadBound implements CmIdPort {
   /** @internal */
   readonly native: NativeCmId;
   private current: CmChannel;
 
   /** @internal */
   constructor(native: NativeCmId, channel: CmChannel) {
+    super();
     this.native = native;
     this.current = channel;
     cmIdOwners.set(native, this);

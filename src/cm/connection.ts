@@ -1,4 +1,5 @@
 import { AsyncSubject, Observable } from 'rxjs';
+import { ThreadBound } from '../core/thread-bound';
 import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
 import { DeviceRemovedError, ResourcesClosedError } from '../core/cm-errors';
 import type { SharedCmChannel } from './router';
@@ -46,7 +47,7 @@ type Field<R, K extends string> = R extends { readonly [key in K]: infer V } ? V
  * @typeParam R the verbs resources: the native ones ({@link VerbsResources})
  *   or, under `rx-verbs/testing`, virtual ones.
  */
-export class Connection<R extends ConnectionResources = VerbsResources> {
+export class Connection<R extends ConnectionResources = VerbsResources> extends ThreadBound {
   /** The verbs resources of the connection. */
   readonly resources: R;
   /** What the peer sent with its connect request or its accept. */
@@ -64,6 +65,7 @@ export class Connection<R extends ConnectionResources = VerbsResources> {
 
   /** @internal */
   constructor(parts: ConnectionParts<R>) {
+    super();
     this.parts = parts;
     this.resources = parts.resources;
     this.privateData = parts.privateData;

@@ -1,4 +1,5 @@
 import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionResources } from '../core/cm';
+import { ThreadBound } from '../core/thread-bound';
 import { DeviceRemovedError, ListenerClosedError } from '../core/cm-errors';
 import { HotSource } from '../observables/hot-source';
 import { attempt } from './connection';
@@ -26,7 +27,7 @@ import { checkInt } from '../verbs/validate';
  * `requests$`; connections it accepted live on (their ids moved to their
  * own channels, or the shared channel closes with the last of them).
  */
-export class Listener<R extends ConnectionResources = VerbsResources> {
+export class Listener<R extends ConnectionResources = VerbsResources> extends ThreadBound {
   /** The hot stream of connection requests: accept or reject each once. */
   readonly requests$: HotSource<ConnectionRequest<R>>;
   private readonly shared: SharedCmChannel;
@@ -36,6 +37,7 @@ export class Listener<R extends ConnectionResources = VerbsResources> {
 
   /** @internal */
   constructor(port: CmPort<R, object>, host: string, portNum: number, backlog: number) {
+    super();
     this.requests$ = new HotSource<ConnectionRequest<R>>(
       { start: () => undefined, stop: () => undefined, pull: () => undefined },
       { highWaterMark: 1024, overflow: 'dropNewest', onDropped: (r) => r.drop(new ListenerClosedError(r.peerAddress ?? undefined)) },

@@ -1,4 +1,5 @@
 import { CM_PRIVATE_DATA_MAX } from '../core/cm';
+import { ThreadBound } from '../core/thread-bound';
 import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
 import { DisconnectedError, RequestAnsweredError } from '../core/cm-errors';
 import { attempt, Connection } from './connection';
@@ -32,7 +33,7 @@ type State = 'pending' | 'accepted' | 'rejected' | 'dropped';
  * listener closes is dropped, and accepting it rejects with
  * `ListenerClosedError`.
  */
-export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
+export class ConnectionRequest<R extends ConnectionResources = VerbsResources> extends ThreadBound {
   /** The peer's address. */
   readonly peerAddress: CmAddress | null;
   /** The address the request came in on. */
@@ -48,6 +49,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> {
 
   /** @internal */
   constructor(parts: RequestParts<R>) {
+    super();
     this.parts = parts;
     this.peerAddress = parts.id.peerAddress;
     this.localAddress = parts.id.localAddress;

@@ -131,21 +131,27 @@ export const PORT_STATE_NAMES = ['NOP', 'DOWN', 'INIT', 'ARMED', 'ACTIVE', 'ACTI
 /** MTU in bytes for `enum ibv_mtu` values 1..5. */
 export const MTU_BYTES = [0, 256, 512, 1024, 2048, 4096] as const;
 
+/** The names of the access flags set in `bits` (`enum ibv_access_flags`), in {@link ACCESS} order; unknown bits are left out. */
+export function accessFlagNames(bits: number): AccessFlag[] {
+  return (Object.keys(ACCESS) as AccessFlag[]).filter((name) => (bits & ACCESS[name]) !== 0);
+}
+
 /**
- * How often an RC QP resends a packet its peer did not acknowledge before
- * the work request fails with `RETRY_EXC_ERR`, when the caller does not say
- * (`qp.connect()`'s `retryCnt`, the CM's `retryCount`). A peer that vanished
- * without a word (its link or host gone) is noticed only this way, after
- * about (count + 1) x the QP's ACK timeout. Not 7, the most IB allows:
- * rxe (Soft-RoCE) then retries for ever.
+ * The transport retry count a connection gets unless told otherwise
+ * (`qp.connect()`'s `retryCnt`, the CM's `retryCount`): how often a QP
+ * resends a packet its peer did not acknowledge before the work request
+ * fails with `RETRY_EXC_ERR`. A peer that vanished without a word (its host
+ * or link gone) is noticed only this way, after about (count + 1) times the
+ * QP's ACK timeout. Not 7, the most the field holds: rxe (Soft-RoCE)
+ * retries for ever at 7, so a dead peer would never be noticed there.
  */
 export const DEFAULT_RETRY_COUNT = 6;
 
 /**
- * How often an RC QP resends after its peer answered "receiver not ready",
- * when the caller does not say: 7, for ever (as librdmacm and rping do). A
- * peer that is gone sends no such answer, so this never hides a dead peer;
- * a protocol that keeps its peer's receive queue stocked (credits) can ask
- * for 0 and turn any slip into a failed completion.
+ * The receiver-not-ready retry count a connection gets unless told
+ * otherwise (`qp.connect()`'s `rnrRetry`, the CM's `rnrRetryCount`): how
+ * often a QP resends after its peer answered "no receive posted". 7 means
+ * for ever, as librdmacm and rping default to: a peer that is gone sends no
+ * such answer, so waiting for a live one's receives never hides a dead one.
  */
 export const DEFAULT_RNR_RETRY_COUNT = 7;

@@ -34,7 +34,11 @@ const DESTROY_VERB: Record<ObjectKind, string> = {
 };
 
 /** The errno values the refusals use, with glibc's `strerror` text. */
-const ERRNO = { EBUSY: { errno: 16, text: 'Device or resource busy' } } as const;
+const ERRNO = {
+  EBADF: { errno: 9, text: 'Bad file descriptor' },
+  EBUSY: { errno: 16, text: 'Device or resource busy' },
+  EINVAL: { errno: 22, text: 'Invalid argument' },
+} as const;
 
 /** An errno failure of a verb, shaped like the addon's (`code`, `errno`, `syscall`). */
 export interface VerbsFailure extends Error {
@@ -46,7 +50,11 @@ export interface VerbsFailure extends Error {
   readonly syscall: string;
 }
 
-function verbsFailure(code: keyof typeof ERRNO, verb: string, detail: string): VerbsFailure {
+/**
+ * @internal A verb's errno failure as the addon words it:
+ * `<verb> failed: <CODE> (<strerror>): <detail>`, with `code`, `errno`, `syscall`.
+ */
+export function verbsFailure(code: keyof typeof ERRNO, verb: string, detail: string): VerbsFailure {
   const { errno, text } = ERRNO[code];
   return Object.assign(new Error(`${verb} failed: ${code} (${text}): ${detail}`), { code, errno: -errno, syscall: verb });
 }
@@ -90,4 +98,18 @@ export function refuseBusyCq(qps: number, unackedEvents: number, unackedAsync: n
     );
   }
   if (unackedAsync > 0) throw verbsFailure('EBUSY', verb, `${unackedAsync} async event(s) naming this CQ not acknowledged`);
+}
+
+/**
+ * A verb on an object that is closed fails with `EBADF` naming the object,
+ * as the addon's wrappers say it (src/native/util/wrap.h). Checked before
+ * anything the call names (the MRs and AHs of its work requests): the
+ * object's own state comes first.
+ * @param what the object as messages name it (`'queue pair'`, `'shared receive queue'`).
+ * @param verb the verb that was called.
+ * @param closed whether the object is closed.
+ * @throws an Error with `code: 'EBADF'` when `closed`.
+ */
+export function refuseClosed(what: string, verb: string, closed: boolean): void {
+  if (closed) throw verbsFailure('EBADF', verb, `the ${what} is closed`);
 }

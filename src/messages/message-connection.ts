@@ -1,4 +1,5 @@
 import { defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
+import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
 import type { WcBatch, WorkCompletion } from '../core/wc-batch';
@@ -113,7 +114,7 @@ const READ_KIND = 2 * 2 ** 32;
  * messages$:      a---b-----c---|     (each a Message: read, then release())
  * ```
  */
-export class MessageConnection {
+export class MessageConnection extends ThreadBound {
   /** The connection underneath (its QP and CQs belong to the layer: post nothing on them). */
   connection!: Connection;
   private readonly opts: ResolvedMessageOptions;
@@ -162,6 +163,7 @@ export class MessageConnection {
 
   /** @internal Made at `prepare` (the QP takes receives): posts every receive. */
   constructor(resources: VerbsResources, options: ResolvedMessageOptions) {
+    super();
     this.opts = options;
     this.res = resources;
     const { pd, qp } = resources;

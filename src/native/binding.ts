@@ -124,6 +124,29 @@ export interface NativeQpAttr {
   };
 }
 
+/** What `query` reads (`ibv_query_qp`), in `modify`'s numbers. */
+export interface NativeQpQuery {
+  qpState: number;
+  /** `enum ibv_mtu` (1 = 256 ... 5 = 4096). */
+  pathMtu: number;
+  destQpNum: number;
+  rqPsn: number;
+  sqPsn: number;
+  retryCnt: number;
+  rnrRetry: number;
+  minRnrTimer: number;
+  timeout: number;
+  maxRdAtomic: number;
+  maxDestRdAtomic: number;
+  accessFlags: number;
+  portNum: number;
+  pkeyIndex: number;
+  qkey: number;
+  cap: NativeQpCap;
+  /** The primary path; the GRH fields only when it is global. */
+  ah: { dlid: number; sl: number; portNum: number; dgid?: string; sgidIndex?: number; hopLimit?: number; trafficClass?: number; flowLabel?: number };
+}
+
 /** QP capacities. */
 export interface NativeQpCap {
   maxSendWr: number;
@@ -316,6 +339,8 @@ export declare class NativeQp {
   readonly cap: NativeQpCap;
   readonly closed: boolean;
   modify(attr: NativeQpAttr, mask: number): void;
+  /** `ibv_query_qp`: the state, the attributes and the capacities. */
+  query(): NativeQpQuery;
   /**
    * On a UD QP each WR's `rkey` field indexes `ahs` and its `remote_addr`
    * is `remoteQpn | remoteQkey << 32` (see src/native/ud_wrs.h).
@@ -336,7 +361,9 @@ export interface NativeCmConnParam {
   privateData?: Uint8Array;
   responderResources?: number;
   initiatorDepth?: number;
+  /** Default 6 (`DEFAULT_RETRY_COUNT`, which says why). */
   retryCount?: number;
+  /** Default 7, for ever (`DEFAULT_RNR_RETRY_COUNT`). */
   rnrRetryCount?: number;
   /** The QP this side of the connection uses (created on `openContext()`'s device). */
   qpNum: number;

@@ -17,6 +17,7 @@ Napi::Function QpWrap::Init(Napi::Env env) {
                          InstanceAccessor<&QpWrap::QpNum>("qpNum"),
                          InstanceAccessor<&QpWrap::State>("state"),
                          InstanceAccessor<&QpWrap::Cap>("cap"),
+                         InstanceMethod<&QpWrap::Query>("query"),
                          InstanceAccessor<&QpWrap::Closed>("closed"),
                          InstanceMethod<&QpWrap::Modify>("modify"),
                          InstanceMethod<&QpWrap::PostSend>("postSend"),
@@ -87,16 +88,57 @@ Napi::Value QpWrap::State(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), qp->state());
 }
 
-Napi::Value QpWrap::Cap(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Qp* qp = Checked(env, "ibv_query_qp");
-  QpCap c = qp->cap();
+static Napi::Object CapObject(Napi::Env env, const QpCap& c) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("maxSendWr", c.max_send_wr);
   o.Set("maxRecvWr", c.max_recv_wr);
   o.Set("maxSendSge", c.max_send_sge);
   o.Set("maxRecvSge", c.max_recv_sge);
   o.Set("maxInlineData", c.max_inline_data);
+  return o;
+}
+
+Napi::Value QpWrap::Cap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_query_qp");
+  return CapObject(env, qp->cap());
+}
+
+// query(): ibv_query_qp, in the numbers and names of modify's attr (the TS
+// layer turns codes into names and bytes).
+Napi::Value QpWrap::Query(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Qp* qp = Checked(env, "ibv_query_qp");
+  const QpAttr a = Guard(env, [&] { return qp->query(); });
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("qpState", a.state);
+  o.Set("pathMtu", a.path_mtu);
+  o.Set("destQpNum", a.dest_qp_num);
+  o.Set("rqPsn", a.rq_psn);
+  o.Set("sqPsn", a.sq_psn);
+  o.Set("retryCnt", a.retry_cnt);
+  o.Set("rnrRetry", a.rnr_retry);
+  o.Set("minRnrTimer", a.min_rnr_timer);
+  o.Set("timeout", a.timeout);
+  o.Set("maxRdAtomic", a.max_rd_atomic);
+  o.Set("maxDestRdAtomic", a.max_dest_rd_atomic);
+  o.Set("accessFlags", a.access_flags);
+  o.Set("portNum", a.port_num);
+  o.Set("pkeyIndex", a.pkey_index);
+  o.Set("qkey", a.qkey);
+  o.Set("cap", CapObject(env, a.cap));
+  Napi::Object ah = Napi::Object::New(env);
+  ah.Set("dlid", a.ah.dlid);
+  ah.Set("sl", a.ah.sl);
+  ah.Set("portNum", a.ah.port_num);
+  if (a.ah.is_global) {
+    ah.Set("dgid", GidString(env, a.ah.dgid));
+    ah.Set("sgidIndex", a.ah.sgid_index);
+    ah.Set("hopLimit", a.ah.hop_limit);
+    ah.Set("trafficClass", a.ah.traffic_class);
+    ah.Set("flowLabel", a.ah.flow_label);
+  }
+  o.Set("ah", ah);
   return o;
 }
 
@@ -114,21 +156,22 @@ Napi::Value QpWrap::Modify(const Napi::CallbackInfo& info) {
   if (!info[0].IsObject()) throw Napi::TypeError::New(env, "attr must be an object");
   Napi::Object o = info[0].As<Napi::Object>();
   uint32_t mask = ArgU32(info, 1, "attribute mask", 0, (1u << 21) - 1);
+  // Absent fields keep QpAttr's defaults (provider.h), written once.
   QpAttr a;
-  a.state = Field(env, o, "qpState", 0, 6);
-  a.access_flags = Field(env, o, "accessFlags", 0, 0xffff);
-  a.pkey_index = static_cast<uint16_t>(Field(env, o, "pkeyIndex", 0, 0xffff));
-  a.port_num = static_cast<uint8_t>(Field(env, o, "portNum", 1, 255));
-  a.path_mtu = Field(env, o, "pathMtu", 3, 5);
-  a.dest_qp_num = Field(env, o, "destQpNum", 0, 0xffffff);
-  a.rq_psn = Field(env, o, "rqPsn", 0, 0xffffff);
-  a.sq_psn = Field(env, o, "sqPsn", 0, 0xffffff);
-  a.max_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxRdAtomic", 1, 255));
-  a.max_dest_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxDestRdAtomic", 1, 255));
-  a.min_rnr_timer = static_cast<uint8_t>(Field(env, o, "minRnrTimer", 12, 31));
-  a.timeout = static_cast<uint8_t>(Field(env, o, "timeout", 14, 31));
-  a.retry_cnt = static_cast<uint8_t>(Field(env, o, "retryCnt", 7, 7));
-  a.rnr_retry = static_cast<uint8_t>(Field(env, o, "rnrRetry", 7, 7));
+  a.state = Field(env, o, "qpState", a.state, 6);
+  a.access_flags = Field(env, o, "accessFlags", a.access_flags, 0xffff);
+  a.pkey_index = static_cast<uint16_t>(Field(env, o, "pkeyIndex", a.pkey_index, 0xffff));
+  a.port_num = static_cast<uint8_t>(Field(env, o, "portNum", a.port_num, 255));
+  a.path_mtu = Field(env, o, "pathMtu", a.path_mtu, 5);
+  a.dest_qp_num = Field(env, o, "destQpNum", a.dest_qp_num, 0xffffff);
+  a.rq_psn = Field(env, o, "rqPsn", a.rq_psn, 0xffffff);
+  a.sq_psn = Field(env, o, "sqPsn", a.sq_psn, 0xffffff);
+  a.max_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxRdAtomic", a.max_rd_atomic, 255));
+  a.max_dest_rd_atomic = static_cast<uint8_t>(Field(env, o, "maxDestRdAtomic", a.max_dest_rd_atomic, 255));
+  a.min_rnr_timer = static_cast<uint8_t>(Field(env, o, "minRnrTimer", a.min_rnr_timer, 31));
+  a.timeout = static_cast<uint8_t>(Field(env, o, "timeout", a.timeout, 31));
+  a.retry_cnt = static_cast<uint8_t>(Field(env, o, "retryCnt", a.retry_cnt, 7));
+  a.rnr_retry = static_cast<uint8_t>(Field(env, o, "rnrRetry", a.rnr_retry, 7));
   a.qkey = Field(env, o, "qkey", 0, 0xffffffff);
   Napi::Value ahv = o.Get("ah");
   if (ahv.IsObject()) {

@@ -41,6 +41,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   Napi::Value QpNum(const Napi::CallbackInfo& info);
   Napi::Value State(const Napi::CallbackInfo& info);
   Napi::Value Cap(const Napi::CallbackInfo& info);
+  Napi::Value Query(const Napi::CallbackInfo& info);
   Napi::Value Modify(const Napi::CallbackInfo& info);
   Napi::Value PostSend(const Napi::CallbackInfo& info);
   Napi::Value PostRecv(const Napi::CallbackInfo& info);

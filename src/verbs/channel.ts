@@ -1,3 +1,4 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeCq, NativeChannel, NativeFastResult } from '../native/binding';
 import type { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { ownedSource } from '../observables/owned-source';
@@ -15,7 +16,7 @@ import type { CqEvent } from '../core/types';
  * CQs consumed through `cq.completions$` are serviced natively and never
  * appear on `events$`.
  */
-export class CompletionChannel {
+export class CompletionChannel extends ThreadBound {
   /** @internal */
   readonly native: NativeChannel;
   /** The context it was created on. */
@@ -25,6 +26,7 @@ export class CompletionChannel {
 
   /** @internal */
   constructor(native: NativeChannel, context: Context) {
+    super();
     this.native = native;
     this.context = context;
     native.setOwner(this);

@@ -1,3 +1,4 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeAsyncEvent, NativeContext, NativeDeviceAttr, NativePortAttr, NativeWcInit } from '../native/binding';
 import type { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { ownedSource } from '../observables/owned-source';
@@ -82,7 +83,7 @@ export interface Faults {
  * the source of async events. Closing it closes everything made from it, in
  * the safe order.
  */
-export class Context {
+export class Context extends ThreadBound {
   /** @internal */
   readonly native: NativeContext;
   /** The device name (`soft0`, `mlx5_0`, `rxe0`, ...). */
@@ -96,6 +97,7 @@ export class Context {
 
   /** @internal */
   constructor(native: NativeContext) {
+    super();
     this.native = native;
     this.deviceName = native.deviceName;
     this.provider = native.provider;

@@ -1,3 +1,4 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeCq, NativeCqStats } from '../native/binding';
 import type { HotSource } from '../observables/hot-source';
 import type { CompletionsOptions } from '../observables/completions-options';
@@ -18,7 +19,7 @@ export type { CompletionsOptions };
  * event, batched ack, re-arm, poll until empty — and hands over ready
  * {@link WcBatch}es.
  */
-export class Cq implements CqLike {
+export class Cq extends ThreadBound implements CqLike {
   /** @internal */
   readonly native: NativeCq;
   /** The context it was created on. */
@@ -37,6 +38,7 @@ export class Cq implements CqLike {
 
   /** @internal */
   constructor(native: NativeCq, context: Context, channel: CompletionChannel | undefined, userContext: unknown) {
+    super();
     this.native = native;
     this.context = context;
     this.channel = channel;

@@ -11,7 +11,7 @@ export type { CreateSrqOptions, SrqAttr } from './srq';
 export { UdQp } from './ud-qp';
 export { Ah } from './ah';
 export type { AhOptions } from './ah';
-export type { Endpoint, ConnectOptions, QpCapOptions } from './qp';
+export type { Endpoint, ConnectOptions, QpCapOptions, QpAttributes } from './qp';
 export { Cq } from './cq';
 export type { CompletionsOptions } from './cq';
 export { CompletionChannel } from './channel';

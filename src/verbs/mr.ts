@@ -1,5 +1,6 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeMr } from '../native/binding';
-import { ACCESS, AccessFlag } from '../core/constants';
+import { AccessFlag, accessFlagNames } from '../core/constants';
 import type { Pd } from './pd';
 
 /**
@@ -9,7 +10,7 @@ import type { Pd } from './pd';
  * protection errors). From {@link Pd.registerMemory} or {@link Pd.allocMemory};
  * see the README's "Registered memory" for what a detached buffer does.
  */
-export class Mr {
+export class Mr extends ThreadBound {
   /** @internal */
   readonly native: NativeMr;
   /** The registered memory (a view: empty once its ArrayBuffer was detached). */
@@ -33,6 +34,7 @@ export class Mr {
 
   /** @internal */
   constructor(native: NativeMr, pd: Pd, buffer: Buffer) {
+    super();
     this.native = native;
     this.pd = pd;
     this.buffer = buffer;
@@ -42,7 +44,7 @@ export class Mr {
     this.length = native.length;
     const start = Number(this.addr);
     this.addrNumber = Number.isSafeInteger(start + this.length) ? start : undefined;
-    this.access = (Object.keys(ACCESS) as AccessFlag[]).filter((k) => native.access & ACCESS[k]);
+    this.access = accessFlagNames(native.access);
   }
 
   // Kept here, not asked of the addon: every posted sg entry checks it, and

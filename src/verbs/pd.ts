@@ -1,5 +1,7 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativePd } from '../native/binding';
 import type { AccessFlag } from '../core/constants';
+import type { WorkCompletion } from '../core/wc-batch';
 import type { Context } from './context';
 import { Cq } from './cq';
 import { Children } from './lifecycle';
@@ -7,7 +9,7 @@ import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
 import { CreateSrqOptions, Srq } from './srq';
 import { UdQp } from './ud-qp';
-import { Ah, AhOptions, createAh } from './ah';
+import { Ah, AhOptions, addressFromWc, createAh } from './ah';
 import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from './validate';
 
 /** Options of {@link Pd.createQp}. */
@@ -38,16 +40,17 @@ const QP_CAP_KEYS = ['maxSendWr', 'maxRecvWr', 'maxSendSge', 'maxRecvSge', 'maxI
  * A protection domain (`ibv_pd`): memory registered in it is reachable only
  * by QPs of the same PD.
  */
-export class Pd {
+export class Pd extends ThreadBound {
   /** @internal */
   readonly native: NativePd;
   /** The context it was allocated on. */
   readonly context: Context;
-  /** @internal Its MRs, QPs and SRQs. */
+  /** @internal Its MRs, QPs, SRQs and address handles. */
   readonly children = new Children();
 
   /** @internal */
   constructor(native: NativePd, context: Context) {
+    super();
     this.native = native;
     this.context = context;
   }
@@ -148,8 +151,10 @@ export class Pd {
    * const qp = pd.createQp({ sendCq: cq, recvCq: cq, srq });
    * srq.postRecv({ wrId: 1n, sg: { mr, offset: 0, length: 4096 } });
    * ```
-   * @param options `maxWr` (1 up to the device's `maxQpWr`), `maxSge` (default 1), `limit` (default 0).
-   * @throws TypeError/RangeError for bad options; `EINVAL` beyond the device's limits.
+   * @param options `maxWr` (1 up to the device's `maxQpWr`), `maxSge` (default 1), `limit` (default 0,
+   *   at most the granted `maxWr`).
+   * @throws TypeError/RangeError for bad options; `EINVAL` beyond the device's limits or for a
+   *   `limit` above the granted `maxWr` (the rule `srq.arm()` follows).
    */
   createSrq(options: CreateSrqOptions): Srq {
     if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
@@ -175,7 +180,36 @@ export class Pd {
     return this.children.add('AH', createAh(this, address));
   }
 
-  /** Closes its QPs and MRs in the teardown order, then deallocates (`ibv_dealloc_pd`). Idempotent. */
+  /**
+   * Creates the address handle that answers a received datagram
+   * (rdma-core's `ibv_create_ah_from_wc`): from the completion, the
+   * sender's LID and service level; when it has the `GRH` flag, the
+   * sender's GID from the GRH (see {@link readGrh}), sent from the local
+   * GID the datagram was addressed to. Send the answer to `wc.srcQp` with
+   * the qkey the protocol uses.
+   * @example
+   * ```ts
+   * const wc = batch.at(i)!; // a successful UD receive into `recv` at `offset`
+   * const ah = pd.createAhFromWc(wc, recv.buffer.subarray(offset));
+   * qp.postSend({ wrId: 1, sg: { mr: reply }, ah, remoteQpn: wc.srcQp, remoteQkey: QKEY });
+   * ```
+   * @param wc the receive's completion (`flags`, `slid` and `sl` are read).
+   * @param grh the receive buffer from where the receive started: its first 40 bytes.
+   * @param port the local port the datagram arrived on (default 1).
+   * @throws RangeError when the completion has neither a GRH nor a source LID, or the
+   *   GRH area holds no header; an Error with `code: 'EINVAL'` when the GID it was sent
+   *   to is not in the port's table.
+   */
+  createAhFromWc(wc: Pick<WorkCompletion, 'flags' | 'slid' | 'sl'>, grh: ArrayBufferView | ArrayBufferLike, port = 1): Ah {
+    return this.createAh(addressFromWc(this, wc, grh, port));
+  }
+
+  /**
+   * Closes every object made from it — QPs, SRQs, address handles and MRs —
+   * in the teardown order, then deallocates the PD (`ibv_dealloc_pd`).
+   * Idempotent. (The verb itself refuses, `EBUSY`, while any of them lives:
+   * that is why they go first.)
+   */
   close(): void {
     if (this.native.closed) return;
     this.children.closeAll();

@@ -1,5 +1,16 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeAh, NativeQp, NativeQpCap } from '../native/binding';
-import { MTU_BYTES, QP_STATE_NAMES, QpState, AccessFlag } from '../core/constants';
+import {
+  DEFAULT_RETRY_COUNT,
+  DEFAULT_RNR_RETRY_COUNT,
+  MTU_BYTES,
+  QP_STATE_NAMES,
+  QpState,
+  AccessFlag,
+  accessFlagNames,
+} from '../core/constants';
+import { refuseClosed } from '../core/refusals';
+import type { AhOptions } from './ah';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
 import type { Srq } from './srq';
@@ -36,9 +47,15 @@ export interface ConnectOptions {
    * REMOTE_READ; add REMOTE_ATOMIC to answer atomics).
    */
   access?: readonly AccessFlag[];
-  /** RNR retries before failing a send; 7 means forever (default 7). */
+  /**
+   * RNR retries before failing a send; 7 means forever (default 7,
+   * {@link DEFAULT_RNR_RETRY_COUNT}).
+   */
   rnrRetry?: number;
-  /** Transport retries (default 7). */
+  /**
+   * Transport retries before a send fails with `RETRY_EXC_ERR`, 0-7
+   * (default 6, {@link DEFAULT_RETRY_COUNT}, which says why not 7).
+   */
   retryCnt?: number;
   /** Local ACK timeout exponent (default 14). */
   timeout?: number;
@@ -58,6 +75,47 @@ export interface ConnectOptions {
    * an atomic sent to it fails with `REM_INV_REQ_ERR` (rxe and soft0 alike).
    */
   maxDestRdAtomic?: number;
+}
+
+/**
+ * What {@link Qp.query} reports (`ibv_query_qp`), as plain JSON-safe
+ * values: names where rdma-core has names, the MTU in bytes.
+ */
+export interface QpAttributes {
+  /** The current state (`'RESET'`, `'INIT'`, `'RTR'`, `'RTS'`, `'ERR'`, ...). */
+  state: QpState;
+  /** The path MTU in bytes (256 ... 4096; 0 when the device reports none). */
+  pathMtu: number;
+  /** The remote QP number (RC; 0 until RTR). */
+  destQpNum: number;
+  /** The PSN this side sends from (set at RTS). */
+  sqPsn: number;
+  /** The PSN this side expects first (set at RTR). */
+  rqPsn: number;
+  /** Transport retries before `RETRY_EXC_ERR` (`retry_cnt`, 0-7). */
+  retryCount: number;
+  /** Receiver-not-ready retries (`rnr_retry`, 0-7; 7 means for ever). */
+  rnrRetry: number;
+  /** The minimum RNR NAK timer code this side asks senders to wait (0-31). */
+  minRnrTimer: number;
+  /** The local ACK timeout exponent (4.096 us x 2^timeout; 0 means none). */
+  timeout: number;
+  /** RDMA READs and atomics outstanding as requester (`max_rd_atomic`). */
+  maxRdAtomic: number;
+  /** RDMA READs and atomics answered at once as responder (`max_dest_rd_atomic`). */
+  maxDestRdAtomic: number;
+  /** The remote access the QP grants. */
+  accessFlags: AccessFlag[];
+  /** The local port. */
+  portNum: number;
+  /** The P_Key index. */
+  pkeyIndex: number;
+  /** UD: the QP's qkey (0 on RC). */
+  qkey: number;
+  /** The capacities (the SRQ's sizes apply to a QP on an SRQ: its receive sizes are 0). */
+  cap: NativeQpCap;
+  /** RC: the primary path's address (`ah_attr`), in {@link AhOptions}' names; `gid` and the GRH fields only for a global (GID-routed) path. */
+  ah: Required<Pick<AhOptions, 'port' | 'lid' | 'sl'>> & Omit<AhOptions, 'port' | 'lid' | 'sl'>;
 }
 
 const M = {
@@ -89,7 +147,7 @@ const ENDPOINT_KEYS = ['qpNum', 'lid', 'gid', 'psn', 'port'] as const;
  * {@link Qp.endpoint}, then post work requests; their completions arrive on
  * the send and receive CQs.
  */
-export class Qp {
+export class Qp extends ThreadBound {
   /** @internal */
   readonly native: NativeQp;
   /** The PD it belongs to. */
@@ -107,6 +165,7 @@ export class Qp {
 
   /** @internal */
   constructor(native: NativeQp, pd: Pd, sendCq: Cq, recvCq: Cq, srq?: Srq) {
+    super();
     this.native = native;
     this.pd = pd;
     this.sendCq = sendCq;
@@ -124,6 +183,48 @@ export class Qp {
   /** The capacities the device granted. */
   get cap(): NativeQpCap {
     return this.native.cap;
+  }
+
+  /**
+   * Reads the QP's state and attributes from the device (`ibv_query_qp`):
+   * what {@link Qp.connect} (or a CM connection) set, as the device holds
+   * it now.
+   * @example
+   * ```ts
+   * qp.connect(peer.endpoint(), { mtu: 4096 });
+   * const { state, pathMtu, destQpNum, retryCount } = qp.query(); // 'RTS', 4096, peer.qpNum, 6
+   * ```
+   * @throws an Error with `code: 'EBADF'` once the QP is closed.
+   */
+  query(): QpAttributes {
+    const a = this.native.query();
+    const ah: QpAttributes['ah'] = { port: a.ah.portNum, lid: a.ah.dlid, sl: a.ah.sl };
+    if (a.ah.dgid !== undefined) {
+      ah.gid = a.ah.dgid;
+      ah.gidIndex = a.ah.sgidIndex;
+      ah.hopLimit = a.ah.hopLimit;
+      ah.trafficClass = a.ah.trafficClass;
+      ah.flowLabel = a.ah.flowLabel;
+    }
+    return {
+      state: QP_STATE_NAMES[a.qpState],
+      pathMtu: MTU_BYTES[a.pathMtu] ?? 0,
+      destQpNum: a.destQpNum,
+      sqPsn: a.sqPsn,
+      rqPsn: a.rqPsn,
+      retryCount: a.retryCnt,
+      rnrRetry: a.rnrRetry,
+      minRnrTimer: a.minRnrTimer,
+      timeout: a.timeout,
+      maxRdAtomic: a.maxRdAtomic,
+      maxDestRdAtomic: a.maxDestRdAtomic,
+      accessFlags: accessFlagNames(a.accessFlags),
+      portNum: a.portNum,
+      pkeyIndex: a.pkeyIndex,
+      qkey: a.qkey,
+      cap: a.cap,
+      ah,
+    };
   }
 
   /** True once closed. */
@@ -196,8 +297,8 @@ export class Qp {
       {
         qpState: 3,
         timeout: optInt(options?.timeout, 'timeout', 0, 31, 14),
-        retryCnt: optInt(options?.retryCnt, 'retryCnt', 0, 7, 7),
-        rnrRetry: optInt(options?.rnrRetry, 'rnrRetry', 0, 7, 7),
+        retryCnt: optInt(options?.retryCnt, 'retryCnt', 0, 7, DEFAULT_RETRY_COUNT),
+        rnrRetry: optInt(options?.rnrRetry, 'rnrRetry', 0, 7, DEFAULT_RNR_RETRY_COUNT),
         sqPsn: this.psn,
         maxRdAtomic: optInt(options?.maxRdAtomic, 'maxRdAtomic', 0, 255, 1),
       },
@@ -224,8 +325,12 @@ export class Qp {
    * Posts one or more send work requests (`ibv_post_send`). All are checked
    * before any is posted; past the send queue's capacity it fails with
    * `ENOMEM` and `err.badWr` says which WR was not posted.
+   * @throws an Error with `code: 'EBADF'` once the QP is closed, whatever
+   *   its WRs name: the QP's own state is checked first, then each WR (a
+   *   deregistered MR, a closed address handle: `EBADF` naming the field).
    */
   postSend(wr: SendWr | readonly SendWr[]): void {
+    refuseClosed('queue pair', 'ibv_post_send', this.native.closed);
     const ahs: NativeAh[] | undefined = this.datagrams ? [] : undefined;
     const count = encoder.encodeSend(wr, ahs);
     if (count === 0) return;
@@ -237,8 +342,12 @@ export class Qp {
     return false;
   }
 
-  /** Posts one or more receive work requests (`ibv_post_recv`). */
+  /**
+   * Posts one or more receive work requests (`ibv_post_recv`); checked as
+   * {@link Qp.postSend} checks, the QP's own state first.
+   */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
+    refuseClosed('queue pair', 'ibv_post_recv', this.native.closed);
     const count = encoder.encodeRecv(wr);
     if (count === 0) return;
     this.native.postRecv(encoder.bytes, count);

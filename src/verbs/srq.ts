@@ -1,4 +1,6 @@
+import { ThreadBound } from '../core/thread-bound';
 import type { NativeSrq, NativeSrqAttr } from '../native/binding';
+import { refuseClosed } from '../core/refusals';
 import type { Pd } from './pd';
 import { srqOwners } from './owners';
 import { checkInt } from './validate';
@@ -10,7 +12,11 @@ export interface CreateSrqOptions {
   maxWr: number;
   /** Scatter/gather entries per receive (default 1). */
   maxSge?: number;
-  /** Arms the limit event at creation (see {@link Srq.arm}); default 0, not armed. */
+  /**
+   * Arms the limit event at creation (see {@link Srq.arm}); default 0, not
+   * armed. At most the granted `maxWr`: above it creation fails with
+   * `EINVAL`, as `arm()` does.
+   */
   limit?: number;
 }
 
@@ -40,7 +46,7 @@ const encoder = new WrEncoder();
  * Close it after the QPs that use it: while any remains, `close()` fails
  * with `EBUSY` (closing the PD closes them in the right order).
  */
-export class Srq {
+export class Srq extends ThreadBound {
   /** @internal */
   readonly native: NativeSrq;
   /** The PD it belongs to. */
@@ -48,6 +54,7 @@ export class Srq {
 
   /** @internal */
   constructor(native: NativeSrq, pd: Pd) {
+    super();
     this.native = native;
     this.pd = pd;
     srqOwners.set(native, this);
@@ -77,9 +84,11 @@ export class Srq {
   /**
    * Posts receives (`ibv_post_srq_recv`), the same work requests and checks
    * as `Qp.postRecv`: past the pool's capacity `ENOMEM`, more entries
-   * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted).
+   * than `maxSge` `EINVAL` (`err.badWr` says which WR was not posted); a
+   * closed SRQ is `EBADF` before anything its WRs name.
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
+    refuseClosed('shared receive queue', 'ibv_post_srq_recv', this.native.closed);
     const count = encoder.encodeRecv(wr);
     if (count === 0) return;
     this.native.postRecv(encoder.bytes, count);

@@ -79,6 +79,24 @@ describe('README', () => {
     expect(r.stdout.trim()).toBe('SUCCESS 45 true true true hello');
   });
 
+  it('runs the UD answering example as written: the server replies with an address handle made from the completion and its GRH', async () => {
+    const block = blocks.find((b) => b.heading === '## Datagrams (UD) and address handles' && b.code.includes('createAhFromWc'));
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual(['from true QP true', 'client got pong']);
+  });
+
+  it('runs the queue pair example as written: query() reads back what connect() set', async () => {
+    const block = blocks.find((b) => b.heading === '## Queue pairs');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('RTS 4096 true 6 7 LOCAL_WRITE,REMOTE_WRITE,REMOTE_READ');
+  });
+
   it('runs the atomics example as written: fetch-and-add, then a compare-and-swap that matches', async () => {
     const block = blocks.find((b) => b.heading === '## Atomics');
     expect(block).toBeDefined();

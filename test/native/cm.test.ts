@@ -5,6 +5,7 @@
  * through them. Soft only: on rxe0 these skip (test/skips.txt), and the
  * rdma_cm provider is proven across two guests (test/rxe/cm-pair.js).
  */
+import { DEFAULT_RETRY_COUNT } from '../../src/core/constants';
 import { binding, NativeCmChannel, NativeCmId } from '../../src/native/binding';
 import { expectThrow, itSoft, waitFor } from '../support/device';
 import { CmEvent, End, EventLog, exchange, QpState, softConnection } from '../support/cm-raw';
@@ -77,7 +78,7 @@ describe('soft CM: the connection sequence', () => {
     const c = await softConnection();
     try {
       expect(c.request.privateData.length).toBe(0);
-      expect(c.request).toMatchObject({ status: 0, responderResources: 1, initiatorDepth: 1, retryCount: 7, rnrRetryCount: 7, srq: false });
+      expect(c.request).toMatchObject({ status: 0, responderResources: 1, initiatorDepth: 1, retryCount: DEFAULT_RETRY_COUNT, rnrRetryCount: 7, srq: false });
     } finally {
       c.close();
     }

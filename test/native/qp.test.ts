@@ -1,5 +1,5 @@
 import { randomBytes } from 'crypto';
-import { openDevice, WC_FLAGS } from '../../src';
+import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT, openDevice, WC_FLAGS } from '../../src';
 import { WrEncoder } from '../../src/verbs/work-request';
 import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../support/device';
 import { wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from '../support/verbs-checks';
@@ -568,6 +568,105 @@ describe('QP operations', () => {
       expect(batch.wrIdWords[1]).toBe(0x80000000);
       expect(caught(() => p.a.postSend({ wrId: 0x10000000000000000n, sg: { mr: src } }))?.name).toBe('RangeError');
       await sendOnce(p.a, p.b);
+    } finally {
+      p.close();
+    }
+  });
+});
+
+describe('qp.query()', () => {
+  it('reads back what connect set: state, path MTU in bytes, the peer, both PSNs, retries, timers, atomics, access, port and capacities', () => {
+    const cap = { maxSendWr: 16, maxRecvWr: 8, maxSendSge: 2, maxRecvSge: 1, maxInlineData: 0 };
+    const connect = {
+      mtu: 512,
+      retryCnt: 5,
+      rnrRetry: 3,
+      timeout: 17,
+      minRnrTimer: 9,
+      // Powers of two: rxe rounds these up to one.
+      maxRdAtomic: 4,
+      maxDestRdAtomic: 2,
+      access: ['LOCAL_WRITE', 'REMOTE_READ'] as const,
+    };
+    const p = makePair({ cap, connect });
+    try {
+      const q = p.a.query();
+      expect(q).toMatchObject({
+        state: 'RTS',
+        pathMtu: 512,
+        destQpNum: p.b.qpNum,
+        sqPsn: p.a.psn,
+        rqPsn: p.b.psn,
+        retryCount: 5,
+        rnrRetry: 3,
+        timeout: 17,
+        minRnrTimer: 9,
+        maxRdAtomic: 4,
+        maxDestRdAtomic: 2,
+        accessFlags: ['LOCAL_WRITE', 'REMOTE_READ'],
+        portNum: 1,
+        pkeyIndex: 0,
+      });
+      // The path towards b: its GID on RoCE (the suite's GID index), its LID otherwise.
+      const eb = p.b.endpoint({ gidIndex: TEST_GID_INDEX });
+      if (TEST_GID_INDEX === undefined) expect(q.ah).toMatchObject({ port: 1, lid: eb.lid, sl: 0 });
+      else expect(q.ah).toMatchObject({ port: 1, gid: eb.gid, gidIndex: TEST_GID_INDEX });
+      // At least what was asked for (the device may round up), as creation granted it.
+      for (const k of Object.keys(cap) as (keyof typeof cap)[]) expect(q.cap[k]).toBeGreaterThanOrEqual(cap[k]);
+      if (IS_SOFT) expect(q.cap).toEqual(p.a.cap);
+      // Plain data: it survives JSON as it is.
+      expect(JSON.parse(JSON.stringify(q))).toEqual(q);
+    } finally {
+      p.close();
+    }
+  });
+
+  it(`connect without retry options gives retryCount ${DEFAULT_RETRY_COUNT} and rnrRetry ${DEFAULT_RNR_RETRY_COUNT}, the CM's defaults`, () => {
+    const p = makePair();
+    try {
+      expect(DEFAULT_RETRY_COUNT).toBe(6); // not 7: rxe retries for ever at 7
+      expect(DEFAULT_RNR_RETRY_COUNT).toBe(7);
+      for (const qp of [p.a, p.b]) expect(qp.query()).toMatchObject({ retryCount: 6, rnrRetry: 7 });
+    } finally {
+      p.close();
+    }
+  });
+
+  it('follows the state from RESET to ERR, and a closed QP is EBADF', () => {
+    const l = loose();
+    try {
+      expect(l.a.query().state).toBe('RESET');
+      l.a.toInit({ access: ['LOCAL_WRITE'] });
+      expect(l.a.query()).toMatchObject({ state: 'INIT', portNum: 1, accessFlags: ['LOCAL_WRITE'] });
+      l.a.toError();
+      expect(l.a.query().state).toBe('ERR');
+      l.a.close();
+      expect(caught(() => l.a.query())).toMatchObject({ code: 'EBADF', syscall: 'ibv_query_qp' });
+    } finally {
+      l.close();
+    }
+  });
+});
+
+describe('a closed QP', () => {
+  it('reports itself before the MRs its work requests name, also when those are closed', () => {
+    const p = makePair();
+    try {
+      const mr = region(p.pd, 8);
+      p.a.close();
+      mr.close();
+      expect(caught(() => p.a.postSend({ wrId: 1, sg: { mr } }))).toMatchObject({
+        code: 'EBADF',
+        syscall: 'ibv_post_send',
+        message: expect.stringContaining('the queue pair is closed'),
+      });
+      expect(caught(() => p.a.postRecv({ wrId: 2, sg: { mr } }))).toMatchObject({
+        code: 'EBADF',
+        syscall: 'ibv_post_recv',
+        message: expect.stringContaining('the queue pair is closed'),
+      });
+      // An open QP still names the closed MR.
+      expect(caught(() => p.b.postSend({ wrId: 3, sg: { mr } }))?.message).toMatch(/deregistered/);
     } finally {
       p.close();
     }

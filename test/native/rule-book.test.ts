@@ -3,10 +3,11 @@
  * state the same refusals: same error class, message, code, errno and verb,
  * on the device under test and on the virtual CQ of the testing kit.
  */
-import { refuseBusy, refuseBusyCq, refuseOverAck } from '../../src/core/refusals';
+import { refuseBusy, refuseBusyCq, refuseClosed, refuseOverAck } from '../../src/core/refusals';
 import { virtualCq } from '../../src/testing';
+import { WrEncoder } from '../../src/verbs/work-request';
 import type { Mr } from '../../src';
-import { makePair, Pair, region, waitFor } from '../support/device';
+import { makePair, Pair, region, TEST_GID_INDEX, waitFor } from '../support/device';
 import { caught } from '../support/verbs-checks';
 
 /** Sends A -> B and reads B's completion event from the channel, leaving it unacked; returns B's receive region. */
@@ -76,6 +77,54 @@ describe('one rule book for the addon and TS', () => {
       expect(shape(caught(() => p.ctx.native.close()))).toEqual(
         shape(caught(() => refuseBusy('context', { QP: 2, CQ: 2, MR: 1, PD: 1, 'completion channel': 1 }))),
       );
+    } finally {
+      p.close();
+    }
+  });
+
+  it('refuses a post on a closed QP or SRQ the same way in the addon and in TS, before looking at the work requests', () => {
+    const p = makePair();
+    try {
+      const srq = p.pd.createSrq({ maxWr: 4 });
+      const mr = region(p.pd, 8);
+      p.a.close();
+      srq.close();
+      mr.close(); // what the WRs name is closed too: the QP or SRQ is reported first
+      // Well-formed packed WRs for the addon itself (a raw entry names no MR).
+      const encoder = new WrEncoder();
+      const raw = { addr: 0n, length: 0, lkey: 0 };
+      encoder.encodeSend({ wrId: 1, sg: raw });
+      const send = encoder.bytes.slice(); // the addon reads as many WRs as it is told: one
+      encoder.encodeRecv({ wrId: 1, sg: raw });
+      const recv = encoder.bytes.slice();
+      const cases = [
+        { native: () => p.a.native.postSend(send, 1), ts: () => p.a.postSend({ wrId: 1, sg: { mr } }), what: 'queue pair', verb: 'ibv_post_send' },
+        { native: () => p.a.native.postRecv(recv, 1), ts: () => p.a.postRecv({ wrId: 1, sg: { mr } }), what: 'queue pair', verb: 'ibv_post_recv' },
+        { native: () => srq.native.postRecv(recv, 1), ts: () => srq.postRecv({ wrId: 1, sg: { mr } }), what: 'shared receive queue', verb: 'ibv_post_srq_recv' },
+      ];
+      for (const c of cases) {
+        const rule = shape(caught(() => refuseClosed(c.what, c.verb, true)));
+        expect(rule).toMatchObject({ code: 'EBADF', errno: -9, syscall: c.verb, message: `${c.verb} failed: EBADF (Bad file descriptor): the ${c.what} is closed` });
+        expect(shape(caught(c.native))).toEqual(rule);
+        expect(shape(caught(c.ts))).toEqual(rule);
+      }
+    } finally {
+      p.close();
+    }
+  });
+
+  it('pd.close() closes every kind of child the PD made (QPs, SRQs, address handles, MRs); the PD itself refuses while any lives', () => {
+    const p = makePair();
+    try {
+      const srq = p.pd.createSrq({ maxWr: 4 });
+      const onSrq = p.pd.createQp({ sendCq: p.cqA, recvCq: p.cqA, srq });
+      const mr = region(p.pd, 8);
+      const ah = p.pd.createAh({ gid: p.ctx.queryGid(1, TEST_GID_INDEX ?? 0), gidIndex: TEST_GID_INDEX ?? 0 });
+      // One rule for every kind: the verb refuses (EBUSY) while children live ...
+      expect(shape(caught(() => p.pd.native.close()))).toEqual(shape(caught(() => refuseBusy('PD', { QP: 3, SRQ: 1, AH: 1, MR: 1 }))));
+      // ... and pd.close() closes them first, in the teardown order, then the PD.
+      p.pd.close();
+      for (const o of [p.a, p.b, onSrq, srq, ah, mr, p.pd]) expect(o.closed).toBe(true);
     } finally {
       p.close();
     }

@@ -214,14 +214,36 @@ describe('SRQ: limit event', () => {
     const r = rig(0, { maxWr: 16 });
     try {
       const max = r.srq.query().maxWr;
-      // Beyond any device's SRQ (rxe: its max_srq_wr); just past this one's ring on soft
-      // (rxe checks its ring's index mask, which may exceed the reported maxWr).
-      expect(caught(() => r.srq.arm(1 << 23))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_modify_srq' });
-      if (IS_SOFT) expect(caught(() => r.srq.arm(max + 1))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_modify_srq' });
+      // Beyond any device's SRQ, and just past this one's granted capacity: the rule book's
+      // refusal on every provider (rxe alone would check its ring's index mask, which may
+      // exceed the maxWr it reports).
+      const refusal = { code: 'EINVAL', syscall: 'ibv_modify_srq', message: expect.stringContaining('srq_limit exceeds max_wr') };
+      expect(caught(() => r.srq.arm(1 << 23))).toMatchObject(refusal);
+      expect(caught(() => r.srq.arm(max + 1))).toMatchObject(refusal);
+      r.srq.arm(max);
+      expect(r.srq.query().limit).toBe(max);
       r.srq.arm(0);
       expect(r.srq.query().limit).toBe(0);
     } finally {
       r.close();
+    }
+  });
+
+  it('a limit beyond the capacity is refused at creation as arm() refuses it (EINVAL), and makes no SRQ', () => {
+    const ctx = openDevice(TEST_DEVICE);
+    try {
+      const pd = ctx.allocPd();
+      const max = pd.createSrq({ maxWr: 4 }).query().maxWr; // what the device grants for 4
+      const err = caught(() => pd.createSrq({ maxWr: 4, limit: max + 1 }));
+      expect(err).toMatchObject({ code: 'EINVAL', syscall: 'ibv_create_srq', message: expect.stringContaining('srq_limit exceeds max_wr') });
+      expect(caught(() => pd.createSrq({ maxWr: 4, limit: 1 << 23 }))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_create_srq' });
+      if (IS_SOFT) expect(caught(() => pd.createSrq({ maxWr: 4, limit: 10 }))).toMatchObject({ code: 'EINVAL' });
+      // Nothing was left behind: the PD holds one SRQ only, and the limit up to the capacity arms.
+      expect(caught(() => pd.native.close())?.message).toBe(caught(() => refuseBusy('PD', { SRQ: 1 }))?.message);
+      const armed = pd.createSrq({ maxWr: 4, limit: max });
+      expect(armed.query().limit).toBe(max);
+    } finally {
+      ctx.close();
     }
   });
 });

@@ -5,10 +5,11 @@
  * receive buffers, canaries, bad input, and a UD server on completions$.
  */
 import { filter, mergeMap, from } from 'rxjs';
-import { createSoftDevice, openDevice, listDevices, WC_FLAGS, MTU_BYTES, UdQp } from '../../src';
+import { createSoftDevice, openDevice, listDevices, readGrh, WC_FLAGS, MTU_BYTES, UdQp } from '../../src';
 import { IS_SOFT, itSoft, expectThrow, waitFor, sleep } from '../support/device';
 import { makeUdSet, QKEY, UD_GID_INDEX, gidBytes, isIpv4Mapped, decodeGrh, completions, postRecv } from '../support/ud';
 import { scaled } from '../support/slow';
+import { caught } from '../support/verbs-checks';
 
 const GRH = 40;
 const STATE = 1;
@@ -222,7 +223,7 @@ describe('UD queue pairs', () => {
     }
   });
 
-  it('let an address handle close while sends using it are in flight; a PD with one refuses to close', async () => {
+  it('let an address handle close while sends using it are in flight; the PD\'s verb refuses while one lives, pd.close() closes it first', async () => {
     const set = makeUdSet(2);
     try {
       const [a, b] = set.ends;
@@ -245,8 +246,9 @@ describe('UD queue pairs', () => {
         expect((await completions(b.cq, 32)).length).toBe(32);
       }
       expectThrow(() => a.qp.postSend({ wrId: 99, sg: { mr: msg }, ah, remoteQpn: b.qp.qpNum, remoteQkey: QKEY }), 'Error', { code: 'EBADF' });
-      other.close();
-      set.pd.close();
+      expect(other.closed).toBe(false);
+      set.pd.close(); // as with every other kind of child: closed first, then the PD
+      expect(other.closed).toBe(true);
       expect(set.pd.closed).toBe(true);
     } finally {
       set.close();
@@ -356,6 +358,82 @@ describe('UD queue pairs', () => {
       } finally {
         sub.unsubscribe();
       }
+    } finally {
+      set.close();
+    }
+  });
+
+  it('answer a datagram from its completion and receive buffer alone (createAhFromWc, readGrh)', async () => {
+    const set = makeUdSet(2);
+    try {
+      const [client, server] = set.ends;
+      const SLOT = GRH + 32;
+      const sbuf = set.pd.registerMemory(Buffer.alloc(SLOT), { access: ['LOCAL_WRITE'] });
+      const cbuf = set.pd.registerMemory(Buffer.alloc(SLOT + 8), { access: ['LOCAL_WRITE'] });
+      postRecv(server.qp, sbuf, 1, 0, SLOT);
+      postRecv(client.qp, cbuf, 2, 0, SLOT);
+      cbuf.buffer.write('ping', SLOT);
+      client.qp.postSend({ wrId: 3, sg: { mr: cbuf, offset: SLOT, length: 4 }, ah: set.ahTo(server), remoteQpn: server.qp.qpNum, remoteQkey: QKEY });
+
+      // The server knows the completion and its buffer; nothing else about the client.
+      const wc = (await completions(server.cq, 1)).at(0)!;
+      expect(wc).toMatchObject({ status: 'SUCCESS', opcode: 'RECV', byteLen: GRH + 4 });
+      const grh = readGrh(sbuf.buffer);
+      const ipv4 = isIpv4Mapped(gidBytes(server.gid));
+      expect(grh).toMatchObject({ version: ipv4 ? 4 : 6, sgid: client.gid, dgid: server.gid, nextHeader: 17 });
+      const ah = set.pd.createAhFromWc(wc, sbuf.buffer);
+      expect(ah.address).toMatchObject({ port: 1, gid: client.gid, sl: wc.sl });
+      expect(set.ctx.queryGid(1, ah.address.gidIndex!)).toBe(server.gid); // sent from where it arrived
+      sbuf.buffer.write('pong', GRH + 4);
+      server.qp.postSend({ wrId: 4, sg: { mr: sbuf, offset: GRH + 4, length: 4 }, ah, remoteQpn: wc.srcQp, remoteQkey: QKEY });
+
+      const back = (await completions(client.cq, 2)).toArray().find((w) => w.opcode === 'RECV');
+      expect(back).toMatchObject({ wrId: 2n, status: 'SUCCESS', byteLen: GRH + 4, srcQp: server.qp.qpNum });
+      expect(cbuf.buffer.toString('utf8', GRH, GRH + 4)).toBe('pong');
+      expect(readGrh(cbuf.buffer.subarray(0, GRH))).toMatchObject({ sgid: server.gid, dgid: client.gid });
+    } finally {
+      set.close();
+    }
+  });
+
+  itSoft('answer a LID-addressed datagram (no GRH) by the sender\'s LID and service level', async () => {
+    const set = makeUdSet(2);
+    try {
+      const [client, server] = set.ends;
+      const buf = set.pd.registerMemory(Buffer.alloc(2 * (GRH + 8)), { access: ['LOCAL_WRITE'] });
+      postRecv(server.qp, buf, 1, 0, GRH + 8);
+      postRecv(client.qp, buf, 2, GRH + 8, GRH + 8);
+      const msg = set.pd.registerMemory(Buffer.from('hi'), { access: ['LOCAL_WRITE'] });
+      client.qp.postSend({ wrId: 3, sg: { mr: msg }, ah: set.pd.createAh({ lid: set.ctx.queryPort(1).lid, sl: 5 }), remoteQpn: server.qp.qpNum, remoteQkey: QKEY });
+      const wc = (await completions(server.cq, 1)).at(0)!;
+      expect(wc.flags & WC_FLAGS.GRH).toBe(0);
+      const ah = set.pd.createAhFromWc(wc, buf.buffer); // the 40 bytes are not read without the flag
+      expect(ah.address).toEqual({ port: 1, lid: set.ctx.queryPort(1).lid, sl: 5 });
+      server.qp.postSend({ wrId: 4, sg: { mr: msg }, ah, remoteQpn: wc.srcQp, remoteQkey: QKEY });
+      const back = (await completions(client.cq, 2)).toArray().find((w) => w.opcode === 'RECV');
+      expect(back).toMatchObject({ status: 'SUCCESS', srcQp: server.qp.qpNum, sl: 5 });
+    } finally {
+      set.close();
+    }
+  });
+
+  it('refuse to build an answer from a completion that says nothing of its sender, or from bytes that are no GRH', () => {
+    const set = makeUdSet(0);
+    try {
+      const grhWc = { flags: WC_FLAGS.GRH, slid: 0, sl: 0 };
+      expect(caught(() => set.pd.createAhFromWc(undefined as never, Buffer.alloc(GRH)))?.name).toBe('TypeError');
+      expect(caught(() => set.pd.createAhFromWc({ flags: 0, slid: 0, sl: 0 }, Buffer.alloc(GRH)))?.message).toMatch(/no GRH and no source LID/);
+      expect(caught(() => set.pd.createAhFromWc(grhWc, Buffer.alloc(GRH - 1)))?.name).toBe('RangeError');
+      expect(caught(() => set.pd.createAhFromWc(grhWc, Buffer.alloc(GRH)))?.message).toMatch(/not a GRH/);
+      expect(caught(() => set.pd.createAhFromWc(grhWc, 'grh' as never))?.name).toBe('TypeError');
+      expect(caught(() => set.pd.createAhFromWc(grhWc, Buffer.alloc(GRH), 0))?.name).toBe('RangeError');
+      // A GRH naming a destination GID this port does not have.
+      const foreign = Buffer.alloc(GRH);
+      foreign[0] = 0x60;
+      foreign[6] = 17;
+      gidBytes(set.ctx.queryGid(1, UD_GID_INDEX)).copy(foreign, 8);
+      Buffer.from('20010db8000000000000000000000001', 'hex').copy(foreign, 24);
+      expect(caught(() => set.pd.createAhFromWc(grhWc, foreign))).toMatchObject({ code: 'EINVAL', syscall: 'ibv_init_ah_from_wc' });
     } finally {
       set.close();
     }

@@ -55,7 +55,9 @@ struct ConnParam {
   std::vector<uint8_t> private_data;
   uint8_t responder_resources = 1;
   uint8_t initiator_depth = 1;
-  uint8_t retry_count = 7;
+  // DEFAULT_RETRY_COUNT and DEFAULT_RNR_RETRY_COUNT of src/core/constants.ts,
+  // where their reasons are written (rxe retries for ever at retry_count 7).
+  uint8_t retry_count = 6;
   uint8_t rnr_retry_count = 7;
   uint32_t qp_num = 0;
   bool srq = false;

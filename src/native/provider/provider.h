@@ -198,10 +198,13 @@ struct QpAttr {
   uint8_t max_dest_rd_atomic = 1;
   uint8_t min_rnr_timer = 12;
   uint8_t timeout = 14;
-  uint8_t retry_cnt = 7;
+  // DEFAULT_RETRY_COUNT and DEFAULT_RNR_RETRY_COUNT of src/core/constants.ts,
+  // where their reasons are written (rxe retries for ever at retry_cnt 7).
+  uint8_t retry_cnt = 6;
   uint8_t rnr_retry = 7;
   AddressVector ah;
   uint32_t qkey = 0;  // UD
+  QpCap cap;          // Qp::query() only: modify never resizes a QP
 };
 
 struct DeviceAttr {
@@ -332,6 +335,10 @@ class Qp {
   virtual uint32_t state() const = 0;
   virtual QpCap cap() const = 0;
   virtual void modify(const QpAttr& attr, uint32_t mask) = 0;
+  // ibv_query_qp: the current state and every attribute modify sets, as the
+  // device holds them now (what was set, or what the device chose), and the
+  // capacities. A never-set attribute reads as the device reports it.
+  virtual QpAttr query() = 0;
   // On failure *bad is the index of the first WR not posted (earlier ones
   // were), and the call throws.
   virtual void post_send(const SendWr* wrs, size_t n, size_t* bad) = 0;
@@ -356,7 +363,7 @@ class Srq {
   // limit event fired).
   virtual SrqAttr query() = 0;
   // ibv_modify_srq(IBV_SRQ_LIMIT): SRQ_LIMIT_REACHED once, when fewer than
-  // `limit` receives remain; 0 disarms. EINVAL above max_wr.
+  // `limit` receives remain; 0 disarms. EINVAL above max_wr (rules/srq.h).
   virtual void arm(uint32_t limit) = 0;
   // As Qp::post_recv (ENOMEM when full, EINVAL for too many SGEs).
   virtual void post_recv(const RecvWr* wrs, size_t n, size_t* bad) = 0;
@@ -393,7 +400,8 @@ class Pd {
     Srq* srq = nullptr;
   };
   virtual std::unique_ptr<Qp> create_rc_qp(const QpInit& init) = 0;
-  // ibv_create_srq. `attr.srq_limit` arms the limit event at once.
+  // ibv_create_srq. `attr.srq_limit` arms the limit event at once; above
+  // the granted max_wr it is EINVAL, as arm() refuses it (rules/srq.h).
   virtual std::unique_ptr<Srq> create_srq(const SrqAttr& attr) = 0;
   // A UD QP (its qkey is set by modify, from INIT on).
   virtual std::unique_ptr<Qp> create_ud_qp(const QpInit& init) = 0;

@@ -501,6 +501,57 @@ void IbvQp::modify(const QpAttr& a, uint32_t mask) {
   }
 }
 
+QpAttr IbvQp::query() {
+  if (qp_ == nullptr) fail_closed("ibv_query_qp");
+  using namespace qp_attr_mask;
+  // Everything modify can set, and the capacities (providers fill the whole
+  // ibv_qp_attr whatever the mask; the mask says what we read).
+  constexpr uint32_t kMask = STATE | ACCESS_FLAGS | PKEY_INDEX | PORT | QKEY | AV | PATH_MTU |
+                             TIMEOUT | RETRY_CNT | RNR_RETRY | RQ_PSN | MAX_QP_RD_ATOMIC |
+                             MIN_RNR_TIMER | SQ_PSN | MAX_DEST_RD_ATOMIC | CAP | DEST_QPN;
+  ibv_qp_attr q;
+  ibv_qp_init_attr init;
+  std::memset(&q, 0, sizeof q);
+  std::memset(&init, 0, sizeof init);
+  errno = 0;
+  int ret = st_->api->query_qp(qp_, &q, static_cast<int>(kMask), &init);
+  if (ret != 0)
+    fail(ret > 0 ? ret : (errno != 0 ? errno : EIO), "ibv_query_qp", "QP " + std::to_string(qp_num_));
+  QpAttr a;
+  a.state = q.qp_state;
+  a.access_flags = static_cast<uint32_t>(q.qp_access_flags);
+  a.pkey_index = q.pkey_index;
+  a.port_num = q.port_num;
+  a.path_mtu = q.path_mtu;
+  a.dest_qp_num = q.dest_qp_num;
+  a.rq_psn = q.rq_psn;
+  a.sq_psn = q.sq_psn;
+  a.max_rd_atomic = q.max_rd_atomic;
+  a.max_dest_rd_atomic = q.max_dest_rd_atomic;
+  a.min_rnr_timer = q.min_rnr_timer;
+  a.timeout = q.timeout;
+  a.retry_cnt = q.retry_cnt;
+  a.rnr_retry = q.rnr_retry;
+  a.qkey = q.qkey;
+  a.ah.dlid = q.ah_attr.dlid;
+  a.ah.sl = q.ah_attr.sl;
+  a.ah.port_num = q.ah_attr.port_num;
+  a.ah.is_global = q.ah_attr.is_global != 0;
+  if (a.ah.is_global) {
+    std::memcpy(a.ah.dgid, q.ah_attr.grh.dgid.raw, sizeof a.ah.dgid);
+    a.ah.sgid_index = q.ah_attr.grh.sgid_index;
+    a.ah.hop_limit = q.ah_attr.grh.hop_limit;
+    a.ah.traffic_class = q.ah_attr.grh.traffic_class;
+    a.ah.flow_label = q.ah_attr.grh.flow_label;
+  }
+  a.cap.max_send_wr = q.cap.max_send_wr;
+  a.cap.max_recv_wr = q.cap.max_recv_wr;
+  a.cap.max_send_sge = q.cap.max_send_sge;
+  a.cap.max_recv_sge = q.cap.max_recv_sge;
+  a.cap.max_inline_data = q.cap.max_inline_data;
+  return a;
+}
+
 // A WR's scatter/gather list as libibverbs takes it: copied into the
 // chain's ibv_sge array at `*cursor`, which moves past it. One rule for
 // send and receive WRs.

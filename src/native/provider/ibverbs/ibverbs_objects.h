@@ -186,6 +186,7 @@ class IbvQp final : public Qp, public IbvChild {
   uint32_t state() const override;
   QpCap cap() const override { return cap_; }
   void modify(const QpAttr& attr, uint32_t mask) override;
+  QpAttr query() override;
   void post_send(const SendWr* wrs, size_t n, size_t* bad) override;
   void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
   void destroy() override;
@@ -265,6 +266,8 @@ class IbvSrq final : public Srq, public IbvChild {
   void attach(ibv_srq* srq) { srq_ = srq; }
   SrqAttr query() override;
   void arm(uint32_t limit) override;
+  // arm(), failing as `verb` (ibv_create_srq arms through it too).
+  void arm_as(uint32_t limit, const char* verb);
   void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
   void destroy() override;
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "rules/refusals.h"
+#include "rules/srq.h"
 
 namespace rxv {
 namespace ibv {
@@ -22,17 +23,24 @@ std::unique_ptr<Srq> IbvPd::create_srq(const SrqAttr& attr) {
   ia.srq_context = srq.get();  // async events map back through srq_context
   ia.attr.max_wr = attr.max_wr;
   ia.attr.max_sge = attr.max_sge;
-  ia.attr.srq_limit = attr.srq_limit;
+  // The limit is armed below, once the SRQ exists: libibverbs documents
+  // srq_limit as ignored by ibv_create_srq (mlx5 ignores it), and the rule
+  // checks it against what the device granted.
+  ia.attr.srq_limit = 0;
   errno = 0;
   ibv_srq* raw = st_->api->create_srq(pd_, &ia);
   if (raw == nullptr)
     fail(errno, "ibv_create_srq",
-         "max_wr " + std::to_string(attr.max_wr) + ", max_sge " + std::to_string(attr.max_sge) +
-             ", srq_limit " + std::to_string(attr.srq_limit));
+         "max_wr " + std::to_string(attr.max_wr) + ", max_sge " + std::to_string(attr.max_sge));
   srq->attach(raw);
-  std::lock_guard<std::mutex> lock(st_->mu);
-  st_->children.Add(rules::Kind::kSrq, srq.get());
-  users.Add(rules::Kind::kSrq);
+  {
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->children.Add(rules::Kind::kSrq, srq.get());
+    users.Add(rules::Kind::kSrq);
+  }
+  // On a refusal `srq` goes out of scope: its destructor destroys the SRQ
+  // and drops the counts just added.
+  if (attr.srq_limit != 0) srq->arm_as(attr.srq_limit, "ibv_create_srq");
   return srq;
 }
 
@@ -65,13 +73,16 @@ SrqAttr IbvSrq::query() {
   return out;
 }
 
-void IbvSrq::arm(uint32_t limit) {
-  if (srq_ == nullptr) fail_closed("ibv_modify_srq");
+void IbvSrq::arm(uint32_t limit) { arm_as(limit, "ibv_modify_srq"); }
+
+void IbvSrq::arm_as(uint32_t limit, const char* verb) {
+  if (srq_ == nullptr) fail_closed(verb);
+  if (limit != 0) rules::RefuseSrqLimit(verb, limit, query().max_wr);
   ibv_srq_attr a;
   std::memset(&a, 0, sizeof a);
   a.srq_limit = limit;
   int ret = st_->api->modify_srq(srq_, &a, IBV_SRQ_LIMIT);
-  if (ret != 0) fail(ret, "ibv_modify_srq", "srq_limit " + std::to_string(limit));
+  if (ret != 0) fail(ret, verb, "srq_limit " + std::to_string(limit));
 }
 
 void IbvSrq::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {

@@ -58,6 +58,7 @@ class SoftQp final : public Qp {
   uint32_t state() const override;
   QpCap cap() const override { return core->cap; }
   void modify(const QpAttr& attr, uint32_t mask) override;
+  QpAttr query() override;
   void post_send(const SendWr* wrs, size_t n, size_t* bad) override;
   void post_recv(const RecvWr* wrs, size_t n, size_t* bad) override;
   void destroy() override;

@@ -293,6 +293,21 @@ void SoftQp::modify(const QpAttr& a, uint32_t mask) {
   bump_routes();
 }
 
+// The stored attributes are what modify accepted (a RESET clears them);
+// the state is read under mu, where the device thread changes it too.
+QpAttr SoftQp::query() {
+  const char* verb = "ibv_query_qp";
+  Lock g(fabric_mutex());
+  QpCore* q = core.get();
+  if (q->dead) fail(EINVAL, verb, "the QP is destroyed");
+  check_alive(q->ctx.get(), verb);
+  QpAttr a = q->attr;
+  a.cap = q->cap;
+  Lock l(q->mu);
+  a.state = q->state;
+  return a;
+}
+
 // Posting takes only the QP's ring lock: validation and the copy into a
 // slot, then a doorbell for the device thread. G is needed only to complete
 // WRs at once on an errored QP (rare).

@@ -2,14 +2,15 @@
 // draws from, one receive per incoming message, in posting order, whichever
 // QP the message arrives on. The limit event, validation and errnos follow
 // rxe (rdma-core's providers/rxe and the kernel's rxe_srq.c): a full ring is
-// ENOMEM, too many SGEs EINVAL, a limit above the ring's capacity (arm)
-// EINVAL (at creation rxe does not check the limit: neither do we), and
-// SRQ_LIMIT_REACHED fires once when a consumption leaves fewer receives than
-// the armed limit, which then disarms itself.
+// ENOMEM, too many SGEs EINVAL, a limit above the ring's capacity EINVAL
+// (rules/srq.h: when armed, as rxe, and at creation, where rxe does not
+// look), and SRQ_LIMIT_REACHED fires once when a consumption leaves fewer
+// receives than the armed limit, which then disarms itself.
 #include <cstring>
 
 #include "soft_objects.h"
 #include "rules/refusals.h"
+#include "rules/srq.h"
 
 namespace rxv {
 namespace soft {
@@ -31,6 +32,7 @@ std::unique_ptr<Srq> create_srq(const std::shared_ptr<PdCore>& pd, const SrqAttr
   if (attr.max_wr < 1 || attr.max_wr > o.max_qp_wr)
     fail(EINVAL, verb, "max_wr must be 1.." + std::to_string(o.max_qp_wr));
   if (attr.max_sge > o.max_sge) fail(EINVAL, verb, "max_sge exceeds the device's max_sge");
+  rules::RefuseSrqLimit(verb, attr.srq_limit, attr.max_wr);  // the ring holds max_wr exactly
   auto q = std::make_shared<SrqCore>();
   q->ctx = pd->ctx;
   q->pd = pd;
@@ -64,7 +66,7 @@ void SoftSrq::arm(uint32_t limit) {
   check_alive(q->ctx.get(), verb);
   Lock l(q->mu);
   if (q->dead) fail(EINVAL, verb, "the SRQ is destroyed");
-  if (limit > q->ring.size()) fail(EINVAL, verb, "srq_limit exceeds max_wr");
+  rules::RefuseSrqLimit(verb, limit, uint32_t(q->ring.size()));
   // Armed below the current fill it waits; armed above it, nothing fires
   // until the next consumption (as rxe: the check runs when a receive is taken).
   q->limit = limit;
