@@ -5,6 +5,7 @@
  * only the benchmarks and the addon's own tests reach this module.
  * @packageDocumentation
  */
+import * as fs from 'fs';
 import * as path from 'path';
 
 /** A device as the providers list it. */
@@ -508,14 +509,17 @@ interface NodeGypBuild {
 /**
  * Loads the addon once per environment (each worker thread gets its own
  * instance data). `RX_VERBS_ADDON` overrides the path (sanitizer builds);
- * otherwise a source build (a clone's `build/Release`) wins over the
- * prebuilt binary the published package carries for linux-x64 and
- * linux-arm64.
+ * otherwise a source build (node-gyp's, beside binding.gyp in
+ * `src/native/build/Release`: a clone's, or an installed package's built by
+ * `npm run build:native`) wins over the prebuilt binary the published
+ * package carries for linux-x64 and linux-arm64.
  */
 export function binding(): NativeBinding {
   if (cached) return cached;
   const root = path.resolve(__dirname, '..', '..');
   let file = process.env.RX_VERBS_ADDON;
+  const built = path.join(root, 'src', 'native', 'build', 'Release', 'rx_verbs.node');
+  if (!file && fs.existsSync(built)) file = built;
   if (!file) {
     try {
       file = (require('node-gyp-build') as NodeGypBuild).resolve(root);
