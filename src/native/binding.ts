@@ -483,12 +483,17 @@ export interface NativeBinding {
   Srq: typeof NativeSrq;
   Faults: typeof NativeFaults;
   /**
-   * A CM event channel: `'rdmacm'` (librdmacm, ENODEV naming what is
-   * missing when it cannot load) or `'soft'` (the in-process CM of soft
-   * devices).
+   * A CM event channel: `'rdmacm'` (librdmacm; an errno Error of
+   * `rdma_create_event_channel` naming what is missing when the library
+   * cannot load or the kernel has no RDMA CM) or `'soft'` (the in-process
+   * CM of soft devices).
    */
   createCmChannel(provider: 'rdmacm' | 'soft'): NativeCmChannel;
-  /** Whether librdmacm can be used here, and if not why (names what is missing). */
+  /**
+   * Whether an rdmacm channel can be made here (librdmacm loads and the
+   * kernel's RDMA CM opens one, which is closed again), and if not why
+   * (names what is missing).
+   */
   rdmacmStatus(): { available: boolean; reason?: string };
   /** The addresses the soft CM answers on, per soft device (`{ soft0: ['127.0.0.1', '::1'] }`). */
   softCmAddresses(): Record<string, string[]>;
