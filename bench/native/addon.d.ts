@@ -117,7 +117,7 @@ export interface BenchAddon {
   machineCosts(): { pageFaultNs: number; syscallNs: number };
 }
 
-/** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else build/Release). */
+/** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else src/native/build/Release). */
 export function addonPath(): string;
 /** Builds the bench addon (configuring the build folder for it when needed), quiet unless it fails; the exit status. */
 export function build(): number;

@@ -7,15 +7,14 @@ const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
-/** The repository root: the folder above this one that holds binding.gyp. */
-const root = path.resolve(__dirname, '..', '..');
+const { root, GYP_DIR, BUILD_DIR } = require('../../scripts/native/inputs');
 
 /** How to build the bench addon by hand (for messages). */
-const BUILD_HINT = 'RXV_BENCH=1 npx node-gyp configure build (or `npm run bench`, which builds it)';
+const BUILD_HINT = `RXV_BENCH=1 npx node-gyp -C ${GYP_DIR} configure build (or \`npm run bench\`, which builds it)`;
 
-/** Where the bench addon is: RX_VERBS_BENCH_ADDON (the sanitizer run) or build/Release. */
+/** Where the bench addon is: RX_VERBS_BENCH_ADDON (the sanitizer run) or the product addon's build folder. */
 function addonPath() {
-  return process.env.RX_VERBS_BENCH_ADDON || path.join(root, 'build', 'Release', 'rx_verbs_bench.node');
+  return process.env.RX_VERBS_BENCH_ADDON || path.join(root, BUILD_DIR, 'Release', 'rx_verbs_bench.node');
 }
 
 /**
@@ -35,12 +34,12 @@ function build() {
     if (r.status === 0 && dir && !['undefined', 'null'].includes(dir)) env.npm_config_nodedir = dir;
   }
   const run = (args) => {
-    const r = spawnSync(gyp, args, { cwd: root, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const r = spawnSync(gyp, args, { cwd: path.join(root, GYP_DIR), env, encoding: 'utf8', maxBuffer: 64 << 20 });
     const status = r.status ?? 1;
     if (status !== 0) process.stderr.write(`${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}\n`);
     return status;
   };
-  const makefile = path.join(root, 'build', 'Makefile');
+  const makefile = path.join(root, BUILD_DIR, 'Makefile');
   const configured = fs.existsSync(makefile) && fs.readFileSync(makefile, 'utf8').includes('rx_verbs_bench.target.mk');
   if (!configured && run(['configure']) !== 0) return 1;
   return run(['build']);

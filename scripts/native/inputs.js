@@ -13,14 +13,24 @@ const path = require('path');
 
 const root = path.join(__dirname, '..', '..');
 
-/** The files a source build needs (what the tarball ships for it, too). */
-const SOURCE_FILES = ['binding.gyp', 'src/native', 'scripts/probe-ibverbs.sh', 'scripts/probe-rdmacm.sh'];
+/**
+ * Where node-gyp runs: the folder of binding.gyp, relative to the root (not
+ * the root itself, see binding.gyp). Its build/ is the build folder.
+ */
+const GYP_DIR = path.join('src', 'native');
 
-/** Every file under SOURCE_FILES, relative to the root, sorted. */
+/** The build folder (node-gyp's build/ beside binding.gyp), relative to the root. */
+const BUILD_DIR = path.join(GYP_DIR, 'build');
+
+/** The files a source build needs (what the tarball ships for it, too). */
+const SOURCE_FILES = ['src/native', 'scripts/probe-ibverbs.sh', 'scripts/probe-rdmacm.sh'];
+
+/** Every file under SOURCE_FILES, relative to the root, sorted (the build folder is no source). */
 function sourceFiles(base = root) {
   const out = [];
   const walk = (rel) => {
     const abs = path.join(base, rel);
+    if (rel === BUILD_DIR) return;
     if (fs.statSync(abs).isDirectory()) {
       for (const name of fs.readdirSync(abs).sort()) walk(path.join(rel, name));
     } else if (!rel.endsWith('.ts')) {
@@ -29,6 +39,14 @@ function sourceFiles(base = root) {
   };
   for (const f of SOURCE_FILES) walk(f);
   return out.sort();
+}
+
+/** Copies the source files (sourceFiles()) from the root into `tree`, for a build of its own there. */
+function copySources(tree) {
+  for (const f of sourceFiles()) {
+    fs.mkdirSync(path.dirname(path.join(tree, f)), { recursive: true });
+    fs.copyFileSync(path.join(root, f), path.join(tree, f));
+  }
 }
 
 /**
@@ -61,4 +79,4 @@ function nodedirArgs(env = process.env) {
   return fs.existsSync(path.join(dir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${dir}`] : [];
 }
 
-module.exports = { root, SOURCE_FILES, sourceFiles, probe, inputDigest, nodedirArgs };
+module.exports = { root, GYP_DIR, BUILD_DIR, SOURCE_FILES, sourceFiles, copySources, probe, inputDigest, nodedirArgs };

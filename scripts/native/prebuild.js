@@ -15,8 +15,8 @@
 // headers are the same on every architecture, so the cross compiler gets the
 // host's infiniband/ and rdma/ folders, and nothing else of /usr/include.
 //
-// Each build runs in its own copy of the sources, so build/ (the clone's
-// own addon) is never touched. prebuilds/<dir>/.digest records the inputs
+// Each build runs in its own copy of the sources, so src/native/build (the
+// clone's own addon) is never touched. prebuilds/<dir>/.digest records the inputs
 // a binary was built from; --if-stale skips a binary whose inputs are
 // unchanged.
 'use strict';
@@ -24,7 +24,7 @@ const { execFileSync, spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { root, SOURCE_FILES, probe, inputDigest, nodedirArgs } = require('./inputs');
+const { root, GYP_DIR, BUILD_DIR, copySources, probe, inputDigest, nodedirArgs } = require('./inputs');
 
 const TARGETS = {
   x64: { gypArch: 'x64', cross: null },
@@ -63,9 +63,8 @@ function toolchainEnv(arch, stage) {
   };
 }
 
-function copySources(stage) {
-  // package.json too: prebuildify names the binary after the package.
-  for (const f of [...SOURCE_FILES, 'package.json']) fs.cpSync(path.join(root, f), path.join(stage, f), { recursive: true });
+function stageSources(stage) {
+  copySources(stage);
   // node-addon-api's include folder is found by requiring it from the stage.
   fs.symlinkSync(path.join(root, 'node_modules'), path.join(stage, 'node_modules'));
 }
@@ -85,7 +84,7 @@ function reuseSourceBuild(arch, probes, outDir) {
   const out = path.join(outDir, 'rx-verbs.glibc.node');
   fs.copyFileSync(ADDON, out);
   execFileSync('strip', ['--strip-all', out]);
-  console.error(`prebuild ${arch}: the source build in build/Release is current and has both providers; using it`);
+  console.error(`prebuild ${arch}: the source build in ${BUILD_DIR}/Release is current and has both providers; using it`);
   report(arch, outDir);
   return true;
 }
@@ -136,10 +135,13 @@ function prebuild(arch, { ifStale = false } = {}) {
       fs.writeFileSync(stampFile, digest);
       return;
     }
-    copySources(stage);
+    stageSources(stage);
     const bin = require.resolve('prebuildify/bin.js', { paths: [root] });
-    // Tagged glibc: node-gyp-build then never offers it to a musl system.
-    const args = [bin, '--napi', '--tag-libc', '--strip', '--arch', TARGETS[arch].gypArch, '--cwd', stage];
+    // Built beside binding.gyp, written to the stage's prebuilds/, named
+    // after the package. Tagged glibc: node-gyp-build then never offers it
+    // to a musl system.
+    const name = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).name;
+    const args = [bin, '--napi', '--tag-libc', '--strip', '--arch', TARGETS[arch].gypArch, '--cwd', path.join(stage, GYP_DIR), '--out', stage, '--name', name];
     if (env.STRIP) args.push('--strip-bin', env.STRIP);
     const nodedir = nodedirArgs(env);
     if (nodedir.length) env.npm_config_nodedir = nodedir[0].slice('--nodedir='.length);

@@ -2,15 +2,17 @@
 //
 // 1. `npm pack` (its prepack builds what is stale: the prebuilt binaries for
 //    linux-x64 and linux-arm64, and dist/), then checks the tarball: the
-//    binaries are in it, the package.json has no install-time script (npm
+//    binaries are in it, the package.json has no install-time script and
+//    the package no binding.gyp at its root, from which npm infers one (npm
 //    11 warns about packages that have one, and a user needs no compiler),
 //    no tests or benchmarks.
 // 2. For each Node version the package claims (nodes.js, binaries from the
 //    npm registry): installs the tarball into an empty project with that
 //    Node running npm, with nothing but node on PATH (no compiler, make or
-//    python could be used), checks npm printed no warning and built
-//    nothing, then runs the smoke suite (smoke.cjs, smoke.mjs), the CLI
-//    (`devices --json`) and the demo with that Node.
+//    python could be used), checks npm printed no warning, built nothing
+//    and lists no install script of ours (`npm install-scripts ls`), then
+//    runs the smoke suite (smoke.cjs, smoke.mjs), the CLI (`devices
+//    --json`) and the demo with that Node.
 // 3. arm64: the same install, run under qemu-user with an arm64 Node
 //    (Debian's qemu-user-static; the cross toolchain's sysroot supplies
 //    the arm64 C and C++ libraries).
@@ -19,7 +21,8 @@
 //
 // --source-build also times building the addon from source inside one
 // installed copy (`npm explore rx-verbs -- npm run build:native`), the path
-// for platforms without a prebuild, for comparison with the prebuilt install.
+// for platforms without a prebuild, for comparison with the prebuilt install,
+// and checks that the copy then loads what it built.
 'use strict';
 const { execFileSync, spawnSync } = require('child_process');
 const fs = require('fs');
@@ -70,10 +73,15 @@ function pack() {
   const installTime = ['preinstall', 'install', 'postinstall', 'prepare'].filter((s) => pkg.scripts && pkg.scripts[s]);
   check(installTime.length === 0, 'no install-time scripts in the packed package.json', installTime.join(', '));
   check(pkg.gypfile === false, 'gypfile: false (npm would otherwise add `install: node-gyp rebuild`)');
+  // npm 11 infers `install: node-gyp rebuild` from a binding.gyp at the
+  // package root, gypfile notwithstanding (its install-scripts listing reads
+  // the installed package without gypfile): the build's one sits beside the
+  // sources it builds, which the source build needs.
+  check(!files.includes('binding.gyp') && files.includes('src/native/binding.gyp'), 'binding.gyp in src/native, none at the package root');
   for (const arch of ['x64', 'arm64']) {
     check(files.includes(`prebuilds/linux-${arch}/rx-verbs.glibc.node`), `prebuilt binary for linux-${arch} in the tarball`);
   }
-  const stray = files.filter((f) => /^(test|bench|examples|scripts\/(?!probe-))|\.digest$|\.tsbuildinfo$|\.test\./.test(f));
+  const stray = files.filter((f) => /^(test|bench|examples|scripts\/(?!probe-)|src\/native\/build\/)|\.digest$|\.tsbuildinfo$|\.test\./.test(f));
   check(stray.length === 0, 'no tests, benchmarks or build stamps in the tarball', stray.slice(0, 5).join(', '));
   return tarball;
 }
@@ -95,9 +103,29 @@ function install(tarball, node, label) {
   check(r.status === 0, `${label}: npm install of the tarball with only node on PATH`, r.status ? r.out.slice(-2000) : '');
   const warnings = r.out.split('\n').filter((l) => /\bwarn\b|\bERR\b/i.test(l));
   check(warnings.length === 0, `${label}: npm printed no warning`, warnings.slice(0, 4).join(' | '));
-  check(!fs.existsSync(path.join(app, 'node_modules', 'rx-verbs', 'build')), `${label}: nothing was compiled at install`);
+  const installed = path.join(app, 'node_modules', 'rx-verbs');
+  check(!['build', 'src/native/build'].some((d) => fs.existsSync(path.join(installed, d))), `${label}: nothing was compiled at install`);
+  installScripts(app, node, env, label);
   for (const f of ['smoke.cjs', 'smoke.mjs']) fs.copyFileSync(path.join(__dirname, f), path.join(app, f));
   return { app, seconds: r.seconds };
+}
+
+/**
+ * What npm says about the install scripts of the installed packages
+ * (`npm install-scripts ls`, npm 11): rx-verbs must not be listed, or a
+ * user who approves what is listed gets a compile. The listing counts the
+ * scripts in package.json and the `node-gyp rebuild` npm infers from a
+ * binding.gyp at a package's root.
+ */
+function installScripts(app, node, env, label) {
+  const r = run(node, [npmCli(), 'install-scripts', 'ls', '--json'], { cwd: app, env });
+  let listed;
+  try {
+    listed = JSON.parse(r.out.slice(r.out.indexOf('{'))).allowScripts.map((p) => p.name);
+  } catch {
+    /* judged below */
+  }
+  check(r.status === 0 && Array.isArray(listed) && !listed.includes('rx-verbs'), `${label}: npm install-scripts ls lists no install script of rx-verbs`, listed ? listed.join(', ') : r.out.slice(-800));
 }
 
 /** Runs the smoke suite, the CLI and the demo in `app` with `node` (prefix: qemu for arm64). */
@@ -161,6 +189,12 @@ function main() {
     const app = path.join(work, `app-x64-${VERSIONS[0]}`);
     const r = run('npm', ['explore', 'rx-verbs', '--', 'npm', 'run', 'build:native'], { cwd: app });
     check(r.status === 0, 'source build of an installed copy (npm explore rx-verbs -- npm run build:native)', r.status ? r.out.slice(-1500) : `${r.seconds.toFixed(1)} s`);
+    // The package loads what it built, not the prebuilt binary.
+    const built = path.join('src', 'native', 'build', 'Release', 'rx_verbs.node');
+    const probe = `require(${JSON.stringify(path.join(app, 'node_modules', 'rx-verbs', 'dist', 'native', 'binding.js'))}).binding();
+      console.log(Object.keys(require.cache).find((f) => f.endsWith('.node')))`;
+    const loaded = run(process.execPath, ['-e', probe], { cwd: app });
+    check(loaded.status === 0 && loaded.out.trim().endsWith(built), `the installed copy loads its source build (${built})`, loaded.out.slice(-800));
   }
   say('\n| Node | install (prebuilt, no compiler) | smoke | CLI | demo |\n|---|---|---|---|---|');
   for (const r of rows) say(`| ${r.label} | ${r.install} | ${r.smoke} | ${r.cli} | ${r.demo} |`);

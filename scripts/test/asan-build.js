@@ -2,13 +2,14 @@
 // benchmark baselines' addon (test/native/bench-threads.test.ts runs them),
 // built with `RXV_SANITIZE=1 RXV_BENCH=1` (binding.gyp: -fsanitize=address,
 // undefined) from a copy of the sources in a folder of their own, so the
-// normal build/Release is never touched; and the ASan runtime that matches
+// normal src/native/build is never touched; and the ASan runtime that matches
 // the compiler, which every process of the run preloads.
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { root } = require('./step');
+const { GYP_DIR, BUILD_DIR, copySources: copyAddonSources } = require('../native/inputs');
 
 /** A failure that ends the sanitizer run with `status` and this message. */
 class AsanSetupError extends Error {
@@ -53,8 +54,8 @@ function asanPaths(out) {
     out,
     tree,
     logs: path.join(out, 'logs'),
-    addon: path.join(tree, 'build', 'Release', 'rx_verbs.node'),
-    benchAddon: path.join(tree, 'build', 'Release', 'rx_verbs_bench.node'),
+    addon: path.join(tree, BUILD_DIR, 'Release', 'rx_verbs.node'),
+    benchAddon: path.join(tree, BUILD_DIR, 'Release', 'rx_verbs_bench.node'),
   };
 }
 
@@ -62,8 +63,9 @@ function asanPaths(out) {
 function copySources(tree) {
   fs.mkdirSync(tree, { recursive: true });
   for (const d of ['src', 'scripts', 'bench']) fs.rmSync(path.join(tree, d), { recursive: true, force: true });
-  for (const d of ['src/native', 'bench/native', 'scripts']) fs.cpSync(path.join(root, d), path.join(tree, d), { recursive: true });
-  for (const f of ['binding.gyp', 'package.json']) fs.copyFileSync(path.join(root, f), path.join(tree, f));
+  copyAddonSources(tree);
+  fs.cpSync(path.join(root, 'bench', 'native'), path.join(tree, 'bench', 'native'), { recursive: true });
+  fs.copyFileSync(path.join(root, 'package.json'), path.join(tree, 'package.json'));
 }
 
 /** The environment node-gyp needs to build the tree as `npm install` would. */
@@ -104,7 +106,7 @@ function buildSanitized(paths, { reuse = false, jobs = 'max', say = console.log 
   const fd = fs.openSync(logFile, 'w');
   let r;
   try {
-    r = spawnSync(process.execPath, [gyp, 'rebuild', '-j', String(jobs)], { cwd: tree, env: buildEnv(), stdio: ['ignore', fd, fd] });
+    r = spawnSync(process.execPath, [gyp, 'rebuild', '-j', String(jobs)], { cwd: path.join(tree, GYP_DIR), env: buildEnv(), stdio: ['ignore', fd, fd] });
   } finally {
     fs.closeSync(fd);
   }

@@ -4,7 +4,7 @@
 // pass there, and the errors must still name what is missing.
 //
 // The addon is built from a copy of the sources in a folder of its own (the
-// normal build/Release is never touched) with /usr/include/infiniband
+// normal src/native/build is never touched) with /usr/include/infiniband
 // hidden: in a private mount namespace (`unshare -m`, as root) on a machine
 // that has the headers, directly on one that has none. The build is reused
 // while its inputs are unchanged (scripts/native/inputs.js's digest). Then
@@ -16,7 +16,7 @@ const path = require('path');
 const { root } = require('./step');
 const { runJest } = require('./jest');
 const { ensureFreshDist } = require('./dist');
-const { SOURCE_FILES, inputDigest, nodedirArgs } = require('../native/inputs');
+const { GYP_DIR, BUILD_DIR, copySources, inputDigest, nodedirArgs } = require('../native/inputs');
 
 const say = (line) => console.log(`[test:headerless] ${line}`);
 const HEADERS = '/usr/include/infiniband';
@@ -39,7 +39,7 @@ function hideHeaders() {
 /** Builds the headerless addon unless a build of the same inputs is there; returns its path. */
 function buildHeaderless(out) {
   const tree = path.join(out, 'tree');
-  const addon = path.join(tree, 'build', 'Release', 'rx_verbs.node');
+  const addon = path.join(tree, BUILD_DIR, 'Release', 'rx_verbs.node');
   const digest = inputDigest({ ibverbs: false, rdmacm: false });
   const stamp = path.join(out, 'digest');
   if (fs.existsSync(addon) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === digest) {
@@ -47,13 +47,13 @@ function buildHeaderless(out) {
     return addon;
   }
   fs.rmSync(tree, { recursive: true, force: true });
-  for (const f of SOURCE_FILES) fs.cpSync(path.join(root, f), path.join(tree, f), { recursive: true });
+  copySources(tree);
   say(`building the addon without rdma-core's headers in ${path.relative(root, tree)}`);
   const gyp = path.join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
   const [cmd, ...pre] = [...hideHeaders(), process.execPath];
   const jobs = process.env.JOBS || 'max';
   const r = spawnSync(cmd, [...pre, gyp, 'rebuild', '-j', jobs, ...nodedirArgs()], {
-    cwd: tree,
+    cwd: path.join(tree, GYP_DIR),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   if (r.status !== 0 || !fs.existsSync(addon)) throw new Error(`the headerless build failed (exit ${r.status ?? r.signal})`);

@@ -142,9 +142,10 @@ export class Listener<R extends ConnectionResources = VerbsResources> extends Th
  * ```
  * @param options `host` (numeric), `port` (0: any free one), `backlog`
  *   (default 128), `provider` or `cm`.
- * @throws TypeError / RangeError for bad options; an Error with an errno
- *   `code` (`EADDRINUSE`, `ENODEV` naming what is missing, ...) when the
- *   CM refuses.
+ * @throws TypeError / RangeError for bad options; `CmUnavailableError`
+ *   (code `ENODEV`, naming what is missing) where rdma_cm cannot be used
+ *   here (`rdmacmStatus()` says so beforehand); an Error with an errno
+ *   `code` (`EADDRINUSE`, ...) when the CM refuses.
  */
 export function listen<R extends ConnectionResources, O extends object>(options: Omit<ListenOptions, 'cm'> & { cm: CmPort<R, O> }): Listener<R>;
 export function listen(options: ListenOptions): Listener<VerbsResources>;

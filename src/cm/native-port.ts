@@ -1,4 +1,5 @@
-import { binding } from '../native/binding';
+import { binding, type NativeCmChannel } from '../native/binding';
+import { CmUnavailableError } from '../core/cm-errors';
 import { describe } from '../verbs/validate';
 import type { CmConnParam, CmIdPort, CmOwnQpAttrs, CmPort, CmQpState, ConnectionResources } from '../core/cm';
 import type { Context } from '../verbs/context';
@@ -93,7 +94,17 @@ class NativeResources implements VerbsResources {
   }
 }
 
-/** Whether librdmacm can be used here, and if not, why (names what is missing). */
+/**
+ * Whether a connection can be made or taken through rdma_cm (librdmacm)
+ * here, and if not, why: `reason` names what is missing, librdmacm itself
+ * (or the addon was built without its headers) or the kernel's RDMA CM
+ * (`/dev/infiniband/rdma_cm`: no `rdma_ucm` module, no RDMA device). Asked
+ * anew on each call, the way librdmacm fails (an event channel is opened
+ * and closed), so loading the module later is seen. Where it says
+ * `available: false`, `listen()` throws and `connect()` rejects with
+ * {@link CmUnavailableError} carrying the same reason; addresses of soft
+ * devices use the soft CM whatever it says.
+ */
 export function rdmacmStatus(): { available: boolean; reason?: string } {
   return binding().rdmacmStatus();
 }
@@ -116,17 +127,23 @@ export function cmProviderFor(host: string, provider?: CmProvider): CmProvider {
   return binding().softCmServes(host) ? 'soft' : 'rdmacm';
 }
 
-/** A native CM event channel of `provider`, or an ENODEV error naming what is missing. */
+/**
+ * A native CM event channel of `provider`.
+ * @throws CmUnavailableError (code `ENODEV`) where rdma_cm cannot be used,
+ *   naming what is missing as {@link rdmacmStatus} does; otherwise the
+ *   errno Error of the failed `rdma_create_event_channel`.
+ */
 export function createCmChannel(provider: CmProvider): CmChannel {
-  if (provider === 'rdmacm') {
-    const status = rdmacmStatus();
-    if (!status.available) {
-      const error = new Error(`rdma_cm is not available here: ${status.reason ?? 'librdmacm.so.1 could not be loaded'}`);
-      (error as NodeJS.ErrnoException).code = 'ENODEV';
-      throw error;
-    }
+  let native: NativeCmChannel;
+  try {
+    native = binding().createCmChannel(provider);
+  } catch (err) {
+    // Asked only when opening failed: a channel that opens costs no probe.
+    const status = provider === 'rdmacm' ? rdmacmStatus() : undefined;
+    if (status?.available === false) throw new CmUnavailableError(status.reason ?? 'librdmacm cannot be used', err);
+    throw err;
   }
-  return new CmChannel(binding().createCmChannel(provider));
+  return new CmChannel(native);
 }
 
 function asCmId(id: CmIdPort): CmId {

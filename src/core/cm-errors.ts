@@ -19,6 +19,8 @@ export const CM_ERROR_CODES = {
   DISCONNECTED: 'ERR_CM_DISCONNECTED',
   ANSWERED: 'ERR_CM_ANSWERED',
   LISTENER_CLOSED: 'ERR_CM_LISTENER_CLOSED',
+  /** The errno librdmacm's failure has always carried, so `err.code === 'ENODEV'` checks keep working. */
+  UNAVAILABLE: 'ENODEV',
 } as const;
 
 function where(peer: CmAddress | undefined): string {
@@ -178,5 +180,25 @@ export class ListenerClosedError extends CmError {
   readonly code = CM_ERROR_CODES.LISTENER_CLOSED;
   constructor(peer?: CmAddress) {
     super(`The listener closed before this request from${where(peer)} was answered`, { peer });
+  }
+}
+
+/**
+ * rdma_cm cannot be used on this machine, so no connection can be made or
+ * taken through it: librdmacm is missing (or the addon was built without
+ * its headers), or the kernel has no RDMA CM (`/dev/infiniband/rdma_cm`: no
+ * `rdma_ucm` module, no RDMA device). `listen()` throws it, `connect()`
+ * rejects with it (`connect$()` errors); `rdmacmStatus()` says the same
+ * `reason` beforehand. Addresses of soft devices use the soft CM and never
+ * see it.
+ */
+export class CmUnavailableError extends CmError {
+  override readonly name = 'CmUnavailableError';
+  readonly code = CM_ERROR_CODES.UNAVAILABLE;
+  /** What is missing, as `rdmacmStatus().reason` says it. */
+  readonly reason: string;
+  constructor(reason: string, cause?: unknown) {
+    super(`rdma_cm is not available here: ${reason}`, { cause });
+    this.reason = reason;
   }
 }

@@ -5,6 +5,7 @@
  * only the benchmarks and the addon's own tests reach this module.
  * @packageDocumentation
  */
+import * as fs from 'fs';
 import * as path from 'path';
 
 /** A device as the providers list it. */
@@ -509,12 +510,17 @@ export interface NativeBinding {
   Srq: typeof NativeSrq;
   Faults: typeof NativeFaults;
   /**
-   * A CM event channel: `'rdmacm'` (librdmacm, ENODEV naming what is
-   * missing when it cannot load) or `'soft'` (the in-process CM of soft
-   * devices).
+   * A CM event channel: `'rdmacm'` (librdmacm; an errno Error of
+   * `rdma_create_event_channel` naming what is missing when the library
+   * cannot load or the kernel has no RDMA CM) or `'soft'` (the in-process
+   * CM of soft devices).
    */
   createCmChannel(provider: 'rdmacm' | 'soft'): NativeCmChannel;
-  /** Whether librdmacm can be used here, and if not why (names what is missing). */
+  /**
+   * Whether an rdmacm channel can be made here (librdmacm loads and the
+   * kernel's RDMA CM opens one, which is closed again), and if not why
+   * (names what is missing).
+   */
   rdmacmStatus(): { available: boolean; reason?: string };
   /** The addresses the soft CM answers on, per soft device (`{ soft0: ['127.0.0.1', '::1'] }`). */
   softCmAddresses(): Record<string, string[]>;
@@ -535,14 +541,17 @@ interface NodeGypBuild {
 /**
  * Loads the addon once per environment (each worker thread gets its own
  * instance data). `RX_VERBS_ADDON` overrides the path (sanitizer builds);
- * otherwise a source build (a clone's `build/Release`) wins over the
- * prebuilt binary the published package carries for linux-x64 and
- * linux-arm64.
+ * otherwise a source build (node-gyp's, beside binding.gyp in
+ * `src/native/build/Release`: a clone's, or an installed package's built by
+ * `npm run build:native`) wins over the prebuilt binary the published
+ * package carries for linux-x64 and linux-arm64.
  */
 export function binding(): NativeBinding {
   if (cached) return cached;
   const root = path.resolve(__dirname, '..', '..');
   let file = process.env.RX_VERBS_ADDON;
+  const built = path.join(root, 'src', 'native', 'build', 'Release', 'rx_verbs.node');
+  if (!file && fs.existsSync(built)) file = built;
   if (!file) {
     try {
       file = (require('node-gyp-build') as NodeGypBuild).resolve(root);

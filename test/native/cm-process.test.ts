@@ -20,6 +20,8 @@ interface Report {
   status?: { available: boolean; reason?: string };
   created?: boolean;
   error?: { name: string; code: string; syscall: string; message: string };
+  listened?: boolean;
+  listenError?: { name: string; code: string; reason: string };
 }
 
 describe('CM channels in a process', () => {
@@ -41,12 +43,13 @@ describe('CM channels in a process', () => {
     expect(r.report).toEqual({ workerOk: true, liveOk: true, peerGone: true, mainOk: true });
   }, CHILD_HANG_MS + 5000);
 
-  it('without librdmacm the rdma_cm provider says what is missing (ENODEV naming the library)', async () => {
+  it('without librdmacm the rdma_cm provider says what is missing (ENODEV naming the library); listen() throws CmUnavailableError with that reason', async () => {
     const r = await runFixture<Report>('cm-child.js', ['no-rdmacm', 'librdmacm-absent.so.1'], CHILD_HANG_MS);
     expectCleanExit(r);
     expect(r.report!.status!.available).toBe(false);
     expect(r.report!.status!.reason).toMatch(/librdmacm/);
     expect(r.report!.error).toMatchObject({ name: 'Error', code: 'ENODEV', syscall: 'rdma_create_event_channel' });
+    expect(r.report!.listenError).toEqual({ name: 'CmUnavailableError', code: 'ENODEV', reason: r.report!.status!.reason });
     // A build without librdmacm's headers never loads the library: it says
     // that instead (a newcomer's build on a machine without rdma-core).
     const missing = binding().rdmacmStatus().reason ?? '';

@@ -50,7 +50,7 @@ echo "$GID_IDX" > "$OUT/gid-index"
 if [ -f "${RXE_FAST_TAR:-}" ]; then
   t=$EPOCHREALTIME
   mkdir -p /tmp/fast && tar -xf "$RXE_FAST_TAR" -C /tmp/fast || { log "FAILED: unpacking $RXE_FAST_TAR"; exit 1; }
-  for d in "$RXE_PROJECT/node_modules" "$RXE_PROJECT/dist" "$RXE_PROJECT/build" "$RXE_JEST_CACHE"; do
+  for d in "$RXE_PROJECT/node_modules" "$RXE_PROJECT/dist" "$RXE_PROJECT/src/native/build" "$RXE_JEST_CACHE"; do
     [ -d "/tmp/fast$d" ] && [ -d "$d" ] && mount --bind "/tmp/fast$d" "$d"
   done
   log "node_modules, dist, build in tmpfs ($(du -sm /tmp/fast | cut -f1) MB, $(elapsed "$t")s)"

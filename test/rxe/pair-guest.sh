@@ -21,7 +21,7 @@ log "pair guest $RXE_ROLE ($RXE_SELF): kernel $(uname -r), $(nproc) vCPU"
 # the addon and rxjs would pay ~20 s a start (see guest.sh).
 if [ -f "${RXE_FAST_TAR:-}" ]; then
   mkdir -p /tmp/fast && tar -xf "$RXE_FAST_TAR" -C /tmp/fast || { log "FAILED: unpacking $RXE_FAST_TAR"; exit 1; }
-  for d in "$RXE_PROJECT/node_modules" "$RXE_PROJECT/dist" "$RXE_PROJECT/build"; do
+  for d in "$RXE_PROJECT/node_modules" "$RXE_PROJECT/dist" "$RXE_PROJECT/src/native/build"; do
     [ -d "/tmp/fast$d" ] && [ -d "$d" ] && mount --bind "/tmp/fast$d" "$d"
   done
   log "node_modules, dist, build in tmpfs"

@@ -48,6 +48,7 @@ const { bootGuest, freePort, waitListening } = require('./qemu');
 const { ensureFreshDist } = require('../../scripts/test/dist');
 const { buildCmLoop } = require('../../bench/cm/build');
 const benchAddon = require('../../bench/native/addon');
+const { BUILD_DIR } = require('../../scripts/native/inputs');
 
 const RXE_DIR = __dirname;
 const ROOT = path.resolve(RXE_DIR, '..', '..');
@@ -135,13 +136,13 @@ function prepare(o) {
       return false;
     }
   }
-  const addon = path.join(ROOT, 'build', 'Release', 'rx_verbs.node');
+  const addon = path.join(ROOT, BUILD_DIR, 'Release', 'rx_verbs.node');
   if (!fs.existsSync(addon)) {
-    say('the addon is not built: npx node-gyp rebuild -j 2');
+    say('the addon is not built: npm run build:native');
     return false;
   }
   if (spawnSync(process.execPath, ['-e', `process.exit(require(${JSON.stringify(addon)}).hasIbverbs() ? 0 : 1)`]).status !== 0) {
-    say('the addon was built without the ibverbs provider: apt-get install libibverbs-dev, then npx node-gyp rebuild -j 2');
+    say('the addon was built without the ibverbs provider: apt-get install libibverbs-dev, then npm run build:native');
     return false;
   }
   if (o.parts.includes('interop') && !fs.existsSync(path.join(ROOT, 'dist', 'cli', 'pingpong', 'command.js'))) {
@@ -196,7 +197,7 @@ function warmJest(jestArgs) {
  */
 function packFast(o) {
   const rel = (p) => path.relative('/', p);
-  const items = [path.join(ROOT, 'node_modules'), path.join(ROOT, 'dist'), path.join(ROOT, 'build/Release/rx_verbs.node')];
+  const items = [path.join(ROOT, 'node_modules'), path.join(ROOT, 'dist'), path.join(ROOT, BUILD_DIR, 'Release', 'rx_verbs.node')];
   if (o.parts.includes('bench')) items.push(benchAddon.addonPath());
   if (fs.existsSync(JEST_CACHE)) items.push(JEST_CACHE);
   const excludes = ['*.map', '*.md', '*.d.ts', ...['typescript', 'typedoc', '@shikijs', 'markdown-it', 'node-gyp', '@types'].map((m) => `node_modules/${m}`)];

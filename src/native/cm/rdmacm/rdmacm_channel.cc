@@ -2,7 +2,6 @@
 #include <fcntl.h>
 
 #include <cerrno>
-#include <cstring>
 #include <memory>
 
 #include "cm/cm_provider.h"
@@ -90,14 +89,9 @@ class RdmacmProvider final : public CmProvider {
     std::string why;
     const rdmacm::Api* a = rdmacm::api(&why);
     if (a == nullptr) throw VerbsError(ENODEV, "rdma_create_event_channel", why);
-    errno = 0;
-    rdma_event_channel* ch = a->create_event_channel();
-    if (ch == nullptr) {
-      int err = errno != 0 ? errno : ENODEV;
-      throw VerbsError(err, "rdma_create_event_channel",
-                       std::string("cannot open the kernel's RDMA CM (/dev/infiniband/rdma_cm): ") +
-                           std::strerror(err) + " (is the rdma_ucm module loaded, and an RDMA device present?)");
-    }
+    int err = 0;
+    rdma_event_channel* ch = rdmacm::open_event_channel(a, &err, &why);
+    if (ch == nullptr) throw VerbsError(err, "rdma_create_event_channel", why);
     // Non-blocking: get_event() says EAGAIN instead of blocking the loop.
     int flags = fcntl(ch->fd, F_GETFL);
     if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {

@@ -4,7 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "provider/ibverbs/ibverbs_loader.h"
@@ -83,9 +85,32 @@ const Api* api(std::string* why) {
   return &loaded.api;
 }
 
+rdma_event_channel* open_event_channel(const Api* a, int* err, std::string* why) {
+  errno = 0;
+  rdma_event_channel* ch = a->create_event_channel();
+  if (ch == nullptr) {
+    *err = errno != 0 ? errno : ENODEV;
+    *why = std::string("cannot open the kernel's RDMA CM (/dev/infiniband/rdma_cm): ") + std::strerror(*err) +
+           " (is the rdma_ucm module loaded, and an RDMA device present?)";
+  }
+  return ch;
+}
+
 }  // namespace rdmacm
 
-bool rdmacm_available(std::string* why) { return rdmacm::api(why) != nullptr; }
+bool rdmacm_available(std::string* why) {
+  const rdmacm::Api* a = rdmacm::api(why);
+  if (a == nullptr) return false;
+  int err = 0;
+  std::string reason;
+  rdma_event_channel* ch = rdmacm::open_event_channel(a, &err, &reason);
+  if (ch == nullptr) {
+    if (why != nullptr) *why = reason;
+    return false;
+  }
+  a->destroy_event_channel(ch);
+  return true;
+}
 
 }  // namespace cm
 }  // namespace rxv

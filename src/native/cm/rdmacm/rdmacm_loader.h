@@ -41,6 +41,12 @@ struct Api {
 // use it to play a machine without librdmacm).
 const Api* api(std::string* why = nullptr);
 
+// A new event channel, or nullptr with *err (an errno) and *why naming the
+// kernel's RDMA CM device node: librdmacm loads on a machine whose kernel
+// has no RDMA CM (no rdma_ucm module, no RDMA device), and only opening a
+// channel finds that out.
+rdma_event_channel* open_event_channel(const Api* a, int* err, std::string* why);
+
 }  // namespace rdmacm
 }  // namespace cm
 }  // namespace rxv
@@ -48,7 +54,10 @@ const Api* api(std::string* why = nullptr);
 
 namespace rxv {
 namespace cm {
-// Whether librdmacm can be used here; if not, *why says what is missing.
+// Whether a connection can be made with librdmacm here: the library loads
+// and the kernel's RDMA CM gives an event channel (one is opened and closed
+// on each call, so loading rdma_ucm later is seen). If not, *why says what
+// is missing.
 bool rdmacm_available(std::string* why);
 }  // namespace cm
 }  // namespace rxv
