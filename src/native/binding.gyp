@@ -50,6 +50,7 @@
       "rules/children.cc",
       "rules/datagrams.cc",
       "rules/refusals.cc",
+      "rules/srq.cc",
       "rules/work_requests.cc",
       "util/batch_slab.cc",
       "util/deliver.cc",

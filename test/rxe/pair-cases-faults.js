@@ -41,6 +41,27 @@ module.exports = [
   both('answer-twice', 'accept or reject twice: RequestAnsweredError, the connection unaffected'),
   both('unanswered', 'a request left unanswered: the client times out, the late accept fails typed, nothing leaks'),
   both('srq', 'one SRQ behind 3 connections (accept({ srq })): 60 messages in order per connection, rnrRetryCount 0; the last lease closes it'),
+  {
+    // The message layer across the hosts: 8 connections from b, random sizes
+    // to 16 MiB (eager and rendezvous both ways), every byte checked, with
+    // rnrRetryCount 0. MSG_PAIR_REQUESTS sets how many (the 10,000
+    // move ~10 GiB each way: by hand; CI's count is in .ci/run).
+    name: 'messages: 8 clients on b, a server on a, random sizes 0 B..16 MiB, every byte checked, rnrRetryCount 0',
+    timeout: 900,
+    server: { on: 'a', cmd: 'node test/rxe/messages-pair.js server "$RXV_SELF" "$RXV_PORT"', expect: [/^messages-pair server: ok: \d+ requests served .* lent 0; .*fds (\d+) -> \1$/] },
+    client: {
+      on: 'b',
+      cmd: 'MSG_REQUESTS="${MSG_PAIR_REQUESTS:-10000}" node test/rxe/messages-pair.js clients "$RXV_PEER" "$RXV_PORT"',
+      expect: [/^messages-pair clients: ok: \d+ requests over 8 connections/],
+    },
+  },
+  {
+    name: 'messages: a client killed mid-rendezvous (16 MiB); the server survives, every buffer returns, fds flat',
+    timeout: 180,
+    server: { on: 'a', cmd: 'MSG_SERVER_UNTIL=ended node test/rxe/messages-pair.js server "$RXV_SELF" "$RXV_PORT"', expect: [/^messages-pair server: ok: .* lent 0; .*fds (\d+) -> \1$/] },
+    client: { on: 'b', cmd: 'node test/rxe/messages-pair.js killed "$RXV_PEER" "$RXV_PORT"', exit: 128 + 9, expect: [/^messages-pair killed: transferring/] },
+    faults: [{ when: { side: 'client', line: /^messages-pair killed: transferring/ }, kill: 'client', signal: 'KILL' }],
+  },
   both('rnr', 'connect({ rnrRetryCount: 0 }) reaches both QPs: the second SEND to one posted receive fails RNR_RETRY_EXC_ERR'),
   {
     // The server's host loses its link: the client, still sending, sees its
