@@ -78,6 +78,12 @@ describe('the fault cases of the pair part, in one process on soft0', () => {
     expect(okLine(run, 'srq', 'client')).toMatch(/60 messages, every one SUCCESS$/);
   });
 
+  it('shared CM contexts: one ownership rule, as the pair part checks it on rdma_cm', async () => {
+    const run = await runCase('ownership');
+    expect(okLine(run, 'ownership', 'server')).toMatch(/fds (\d+) -> \1; context.close\(\): EBUSY; the PD closed under the connection: ResourcesClosedError$/);
+    expect(okLine(run, 'ownership', 'client')).toMatch(/disconnected\$ \{"by":"peer"\}$/);
+  });
+
   it('connect({ rnrRetryCount: 0 }) reaches the client QP: the second SEND fails RNR_RETRY_EXC_ERR', async () => {
     const run = await runCase('rnr');
     expect(okLine(run, 'rnr', 'client')).toMatch(/SUCCESS then RNR_RETRY_EXC_ERR/);

@@ -745,6 +745,58 @@ Object.assign(cases, {
     },
   },
 
+  // 13. Shared CM contexts: the last releaseCmContext() closes what was made
+  // on the context (rounds leave no descriptor behind), a connection cannot
+  // close the context its peers share, and one whose PD is closed under it
+  // ends typed while its peer hears a disconnect.
+  ownership: {
+    done: true,
+    server: async (listener) => {
+      const requests = requestQueue(listener);
+      const host = listener.address.host;
+      const round = () => {
+        const ctx = rx.openCmContext(host);
+        const channel = ctx.createCompChannel();
+        const pd = ctx.allocPd();
+        const mr = pd.allocMemory(4096, { access: ['LOCAL_WRITE'] });
+        const cq = ctx.createCq({ cqe: 16, channel });
+        rx.releaseCmContext(ctx);
+        check(channel.closed && pd.closed && mr.closed && cq.closed, 'the last lease left something made on the context open');
+        check(!ctx.closed, 'the last lease closed the kept context itself');
+      };
+      round();
+      const base = fds();
+      for (let i = 0; i < 5; i++) round();
+      const after = fds();
+      check(after === base, `fds ${base} before 5 rounds, ${after} after`);
+      const conn = await (await requests.next()).accept();
+      let refusal;
+      try {
+        conn.context.close();
+      } catch (err) {
+        refusal = err;
+      }
+      check(refusal && refusal.code === 'EBUSY', `conn.context.close() was not refused (${refusal && refusal.message})`);
+      const ended = firstValueFrom(conn.disconnected$).then(
+        () => 'completed',
+        (err) => err,
+      );
+      conn.pd.close();
+      const err = await within(ended, 10_000, 'the end of the connection whose PD was closed');
+      typed(err, rx.ResourcesClosedError, 'the connection whose PD was closed');
+      await serveUntilDone(requests);
+      conn.close();
+      return `5 open/make/release rounds: fds ${base} -> ${after}; context.close(): EBUSY; the PD closed under the connection: ${err.name}`;
+    },
+    client: async (host, port) => {
+      const conn = await rx.connect({ host, port, timeoutMs: 20_000 });
+      const how = await within(firstValueFrom(conn.disconnected$), 30_000, 'the peer\'s disconnect');
+      conn.close();
+      check(how.by === 'peer', `disconnected$ said ${JSON.stringify(how)}`);
+      return `the peer's connection ended under it: disconnected$ ${JSON.stringify(how)}`;
+    },
+  },
+
   // 12. connect({ rnrRetryCount: 0 }) reaches the client's own QP (the CM
   // alone gives it the count the accept carried): a second SEND to a server
   // with one receive posted fails RNR_RETRY_EXC_ERR at once, and the server's

@@ -51,7 +51,7 @@ module.exports = [
     server: { on: 'a', cmd: 'node test/rxe/messages-pair.js server "$RXV_SELF" "$RXV_PORT"', expect: [/^messages-pair server: ok: \d+ requests served .* lent 0; .*fds (\d+) -> \1$/] },
     client: {
       on: 'b',
-      cmd: 'MSG_REQUESTS="${MSG_PAIR_REQUESTS:-10000}" node test/rxe/messages-pair.js clients "$RXV_PEER" "$RXV_PORT"',
+      cmd: 'MSG_REQUESTS="${MSG_PAIR_REQUESTS:-1000}" node test/rxe/messages-pair.js clients "$RXV_PEER" "$RXV_PORT"',
       expect: [/^messages-pair clients: ok: \d+ requests over 8 connections/],
     },
   },
@@ -62,6 +62,7 @@ module.exports = [
     client: { on: 'b', cmd: 'node test/rxe/messages-pair.js killed "$RXV_PEER" "$RXV_PORT"', exit: 128 + 9, expect: [/^messages-pair killed: transferring/] },
     faults: [{ when: { side: 'client', line: /^messages-pair killed: transferring/ }, kill: 'client', signal: 'KILL' }],
   },
+  both('ownership', 'shared CM contexts: the last release closes what was made on it (fds flat), context.close() refused, a PD closed under a connection ends it typed'),
   both('rnr', 'connect({ rnrRetryCount: 0 }) reaches both QPs: the second SEND to one posted receive fails RNR_RETRY_EXC_ERR'),
   {
     // The server's host loses its link: the client, still sending, sees its
