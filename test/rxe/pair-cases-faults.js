@@ -44,14 +44,15 @@ module.exports = [
   {
     // The message layer across the hosts: 8 connections from b, random sizes
     // to 16 MiB (eager and rendezvous both ways), every byte checked, with
-    // rnrRetryCount 0. MSG_PAIR_REQUESTS sets how many (the issue's 10,000
-    // move ~10 GiB each way: by hand; CI's count is in .ci/run).
+    // rnrRetryCount 0. 1,000 requests move ~0.9 GiB each way, 182 s under
+    // TCG (measured); the issue's 10,000 would take half an hour here, so
+    // they run by hand (MSG_REQUESTS=10000 on the clients' command).
     name: 'messages: 8 clients on b, a server on a, random sizes 0 B..16 MiB, every byte checked, rnrRetryCount 0',
     timeout: 900,
     server: { on: 'a', cmd: 'node test/rxe/messages-pair.js server "$RXV_SELF" "$RXV_PORT"', expect: [/^messages-pair server: ok: \d+ requests served .* lent 0; .*fds (\d+) -> \1$/] },
     client: {
       on: 'b',
-      cmd: 'MSG_REQUESTS="${MSG_PAIR_REQUESTS:-1000}" node test/rxe/messages-pair.js clients "$RXV_PEER" "$RXV_PORT"',
+      cmd: 'MSG_REQUESTS=1000 node test/rxe/messages-pair.js clients "$RXV_PEER" "$RXV_PORT"',
       expect: [/^messages-pair clients: ok: \d+ requests over 8 connections/],
     },
   },
