@@ -45,7 +45,7 @@ describe('examples', () => {
     expect(r.stdout).toMatch(/round trip p50: event mode [\d.]+ us, spin 50 us then park [\d.]+ us/);
   });
 
-  it('06-rpc-over-cm: many clients over rdma_cm, one completion channel on the server, every answer checked', async () => {
+  it('06-rpc-over-cm: many clients on the message layer over rdma_cm, one completion channel on the server, every answer checked', async () => {
     const r = await runExample('06-rpc-over-cm/client.js', ['--clients', '8', '--calls', '400']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
