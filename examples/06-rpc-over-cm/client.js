@@ -51,8 +51,8 @@ async function demo({ clients = 8, calls = 1000 } = {}) {
 module.exports = { runClient, runClients, demo };
 
 if (require.main === module) {
-  const options = { host: { type: 'string' }, port: { type: 'string', default: '7400' }, clients: { type: 'string', default: '8' }, calls: { type: 'string', default: '1000' } };
-  const { values: v } = parseArgs({ options: /** @type {const} */ (options) });
+  const string = (/** @type {string} */ fallback) => ({ type: /** @type {const} */ ('string'), default: fallback });
+  const { values: v } = parseArgs({ options: { host: { type: 'string' }, port: string('7400'), clients: string('8'), calls: string('1000') } });
   const [clients, calls] = [Number(v.clients), Number(v.calls)];
   (v.host === undefined ? demo({ clients, calls }) : runClients({ host: v.host, port: Number(v.port), clients, calls })).then(
     (ok) => (process.exitCode = ok ? 0 : 1),

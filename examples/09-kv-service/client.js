@@ -27,7 +27,7 @@ const SIZES = [0, 100, 8000, 8200, 64 << 10, 1 << 20, 3 << 20];
  */
 async function kvClient({ host, port }, counts = { PUT: 0, GET: 0, DELETE: 0 }) {
   const mc = await connectMessages({ host, port, rnrRetryCount: 0 });
-  const call = (/** @type {string} */ method, /** @type {string} */ key, value = Buffer.alloc(0)) => {
+  const call = (/** @type {string} */ method, /** @type {string} */ key, /** @type {Uint8Array} */ value = Buffer.alloc(0)) => {
     counts[method]++;
     return mc.request(Buffer.concat([Buffer.from(`${method} ${key}\n`), value]));
   };
