@@ -45,7 +45,7 @@ describe('examples', () => {
     expect(r.stdout).toMatch(/round trip p50: event mode [\d.]+ us, spin 50 us then park [\d.]+ us/);
   });
 
-  it('06-rpc-over-cm: many clients over rdma_cm, one completion channel on the server, every answer checked', async () => {
+  it('06-rpc-over-cm: many clients on the message layer over rdma_cm, one completion channel on the server, every answer checked', async () => {
     const r = await runExample('06-rpc-over-cm/client.js', ['--clients', '8', '--calls', '400']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -74,5 +74,17 @@ describe('examples', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^6 workers x 40 rounds: counter 240, total under the lock 240, lock free$/m);
     expect(r.stdout).toMatch(/^no increment lost$/m);
+  });
+
+  it('09-kv-service: GET/PUT/DELETE from several clients, values up to 3 MiB by rendezvous, every value checked', async () => {
+    const r = await runExample('09-kv-service/server.js');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^4 clients, 144 requests \(56 PUT, 72 GET, 16 DELETE\), 0 wrong$/m);
+    expect(r.stdout).toMatch(/^1 more client read all 28 keys twice: 12 values, 16 deleted, 0 wrong$/m);
+    expect(r.stdout).toMatch(/^a value past the server's limit: refused before sending \(RangeError\)$/m);
+    // The 32 PUTs and 48 GET replies past 8 KiB went by rendezvous; the reader's second
+    // round found its 8 large values already registered (one registration each, then hits).
+    expect(r.stdout).toMatch(/^kv server: 12 keys, 12\.3 MiB; by rendezvous 32 values in, 48 out; 40 registrations, 8 cache hits$/m);
   });
 });

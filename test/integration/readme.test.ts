@@ -140,6 +140,24 @@ describe('README', () => {
     ]);
   });
 
+  it('runs the message layer example as written: negotiation refused, request/serve, typed errors, rendezvous through the registration cache', async () => {
+    const block = blocks.find((b) => b.heading === '## Messages over connections');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([
+      'refused: maxEager is 1024 here, 4096 there',
+      'reply: HELLO',
+      'true empty request',
+      'true',
+      'server got 5 bytes by SEND',
+      'server got 1048576 bytes by rendezvous',
+      'server got 1048576 bytes by rendezvous',
+      '{ sent: 6, rendezvousSent: 2, registrations: 1, cacheHits: 1 }',
+    ]);
+  });
+
   it('runs the virtual CM marble example as written', () => {
     const block = blocks.find((b) => b.heading === '## Connections (rdma_cm)' && b.code.includes('virtualCm'));
     expect(block).toBeDefined();
