@@ -1,7 +1,17 @@
-import { map, mergeMap, timer } from 'rxjs';
+import { firstValueFrom, map, mergeMap, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { DeviceRemovedError, IncomingRequest, Message, MessagesClosedError, RequestTimeoutError } from '../../../src';
-import { virtualMessagePair } from '../../support/virtual-messages';
+import {
+  acceptMessages,
+  connectMessages,
+  DeviceRemovedError,
+  IncomingRequest,
+  listen,
+  Message,
+  MessagesClosedError,
+  RequestTimeoutError,
+} from '../../../src';
+import { virtualCm } from '../../../src/testing';
+import { SERVER, virtualMessagePair } from '../../support/virtual-messages';
 
 /**
  * Request/response of the message layer (src/messages) over the virtual CM,
@@ -128,5 +138,21 @@ describe('requests over the virtual CM', () => {
       expect(e).toBeInstanceOf(MessagesClosedError);
       expect((e as Error).cause).toBeInstanceOf(DeviceRemovedError);
     }
+  });
+  it('runs the Promise API (connectMessages, acceptMessages, request) on the virtual CM too, in real time', async () => {
+    const cm = virtualCm(undefined, { latency: 0 });
+    const listener = listen({ ...SERVER, cm });
+    const accepted = firstValueFrom(listener.requests$).then((r) => acceptMessages(r, { messages: { depth: 4 } }));
+    const client = await connectMessages({ ...SERVER, cm, rnrRetryCount: 0, messages: { depth: 4 } });
+    const server = await accepted;
+    server.serve((q) => `re: ${q.text()}`);
+    // Each reply is released as it comes: held, they would keep the client's receives (and the server's credits).
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => client.request(`q${i}`).then(textOf)));
+    expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => `re: q${i}`));
+    expect(client.stats.creditStalls).toBeGreaterThan(0);
+    client.close();
+    server.close();
+    listener.close();
+    expect(cm.openIds).toBe(0);
   });
 });
