@@ -6,7 +6,9 @@
  * `cq.completions$` — plus expectations on arms and
  * acks and checks of the completion-loop rules; and a virtual connection
  * manager (`virtualCm`) that the package's `listen()` / `connect$()` run on,
- * for marble tests of reconnect, back-off and failover logic.
+ * for marble tests of reconnect, back-off and failover logic, whose
+ * connections' QPs move bytes in virtual time (SEND, RDMA READ), so the
+ * message layer (`connectMessages$()`) runs on it too.
  */
 export { VirtualChannel, virtualChannel } from './virtual-channel';
 export type { VirtualChannelOptions } from './virtual-channel';

@@ -96,11 +96,12 @@ function atWr(err: VerbsFailure, index: number): VerbsFailure {
  *
  * - `postSend` of a SEND reaches the peer one hop (the CM's `latency`)
  *   later: the bytes land in the peer's oldest posted receive and its
- *   receive completes there (`RECV`, `byteLen`, `srcQp`); the SEND completes
- *   here one hop after that (the acknowledgement's way back). An RDMA READ
- *   takes the peer's bytes as they are when the request reaches it and
- *   lands them here, completing, one hop later. Work requests run in the
- *   order posted.
+ *   receive completes there (`RECV`, `byteLen`, `srcQp`; a QP on a
+ *   `VirtualSrq` takes one of its receives and moves no bytes); the SEND
+ *   completes here one hop after that (the acknowledgement's way back). An
+ *   RDMA READ takes the peer's bytes as they are when the request reaches
+ *   it and lands them here, completing, one hop later. Work requests run
+ *   in the order posted.
  * - No receive posted at the peer ("receiver not ready"): retried every
  *   round trip, `rnrRetryCount` times (7: for ever, until the peer posts
  *   one), then `RNR_RETRY_EXC_ERR` — with `rnrRetryCount: 0` at once, so a
@@ -109,9 +110,10 @@ function atWr(err: VerbsFailure, index: number): VerbsFailure {
  *   (`LOC_PROT_ERR`), a READ whose rkey names no region of the peer's PD
  *   with `REMOTE_READ` or whose range passes its end (`REM_ACCESS_ERR`), a
  *   SEND larger than the receive (`REM_INV_REQ_ERR`, the receive
- *   `LOC_LEN_ERR`); a peer that is gone or not connected
- *   (`RETRY_EXC_ERR`). A failed work request moves the QP to the error
- *   state, and a responder that found the error goes there too.
+ *   `LOC_LEN_ERR`); a peer that is gone or not connected, or a scripted
+ *   counterpart, which has no QP (`RETRY_EXC_ERR`). A failed work request
+ *   moves the QP to the error state, and a responder that found the error
+ *   goes there too.
  * - In the error state (a disconnect, a close, a failure) every posted
  *   work request completes with `WR_FLUSH_ERR`, in order; later posts are
  *   flushed at once; nothing lands in a region after its request was flushed.
