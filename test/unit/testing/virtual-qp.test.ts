@@ -1,8 +1,8 @@
-import { asyncScheduler, map, mergeMap, take, timer } from 'rxjs';
+import { asyncScheduler, concatMap, map, mergeMap, take, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { RunHelpers } from 'rxjs/testing';
 import { connect$, Connection, listen, WcBatch } from '../../../src';
-import { virtualCm, VirtualPd, VirtualResourceOptions, VirtualResources } from '../../../src/testing';
+import { virtualCm, VirtualPd, VirtualResourceOptions, VirtualResources, VirtualSrq } from '../../../src/testing';
 
 /**
  * The virtual CM's data path: two connected virtual QPs move bytes in
@@ -239,6 +239,34 @@ describe('virtual QP data path', () => {
       helpers.hot('10ms a').subscribe(() => p.server.close());
       helpers.expectObservable(timer(6).pipe(mergeMap(() => p.client.recvCq.completions$), map(summary))).toBe('11ms r |', { r: ['1 RECV WR_FLUSH_ERR 0'] });
       timer(12).subscribe(() => p.close());
+    });
+  });
+
+  it('lets a SEND to a QP on a VirtualSrq take one of its receives (no bytes: play the receive), RNR when none is left', () => {
+    const srq = new VirtualSrq(4);
+    testScheduler.run((helpers) => {
+      const cm = virtualCm(helpers);
+      const listener = listen({ ...SERVER, cm });
+      let server: Connection<VirtualResources> | undefined;
+      listener.requests$.pipe(take(1), mergeMap((r) => r.accept$({ srq }))).subscribe((c) => (server = c));
+      let client: Connection<VirtualResources> | undefined;
+      connect$<VirtualResources, VirtualResourceOptions>({ ...SERVER, cm, rnrRetryCount: 0 }).subscribe((c) => (client = c));
+      timer(6).subscribe(() => {
+        srq.postRecv(1);
+        expect(() => server!.qp.postRecv({ wrId: 1, sg: { mr: server!.resources.pd.allocMemory(8) } })).toThrow(/post receives to the SRQ/);
+        const mr = client!.resources.pd.allocMemory(8);
+        client!.qp.postSend([{ wrId: 1, sg: { mr } }, { wrId: 2, sg: { mr } }]);
+      });
+      // One completion each, in order, at 8 (in one batch or two: each lands from an action of its own).
+      const completions$ = timer(6).pipe(mergeMap(() => client!.sendCq.completions$), concatMap(summary));
+      helpers.expectObservable(completions$).toBe('8ms (ab) 8ms |', { a: '1 SEND SUCCESS 8', b: '2 SEND RNR_RETRY_EXC_ERR 0' });
+      timer(20).subscribe(() => {
+        expect(srq.posted).toBe(0);
+        expect(server!.recvCq.depth).toBe(0);
+        client!.close();
+        server!.close();
+        listener.close();
+      });
     });
   });
 
