@@ -26,7 +26,8 @@ type State = 'pending' | 'accepted' | 'rejected' | 'dropped';
 
 /**
  * A connection request (`CONNECT_REQUEST`) on a listener's `requests$`.
- * Answer it once: {@link ConnectionRequest.accept} or
+ * Answer it once: {@link ConnectionRequest.accept} (or its Observable
+ * form, {@link ConnectionRequest.accept$}) or
  * {@link ConnectionRequest.reject}; a second answer throws
  * {@link RequestAnsweredError}. Accepting a request its peer gave up on
  * (its connect timed out: the CM gives this side no event for that)
