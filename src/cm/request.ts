@@ -1,3 +1,4 @@
+import { Observable } from 'rxjs';
 import { CM_PRIVATE_DATA_MAX } from '../core/cm';
 import { ThreadBound } from '../core/thread-bound';
 import type { CmAddress, CmEvent, CmIdPort, CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
@@ -25,7 +26,8 @@ type State = 'pending' | 'accepted' | 'rejected' | 'dropped';
 
 /**
  * A connection request (`CONNECT_REQUEST`) on a listener's `requests$`.
- * Answer it once: {@link ConnectionRequest.accept} or
+ * Answer it once: {@link ConnectionRequest.accept} (or its Observable
+ * form, {@link ConnectionRequest.accept$}) or
  * {@link ConnectionRequest.reject}; a second answer throws
  * {@link RequestAnsweredError}. Accepting a request its peer gave up on
  * (its connect timed out: the CM gives this side no event for that)
@@ -79,6 +81,46 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
    *   {@link ListenerClosedError} when the listener closed first.
    */
   accept(options?: AcceptOptions<R> & Record<string, unknown>): Promise<Connection<R>> {
+    return new Promise<Connection<R>>((resolve, reject) => {
+      this.answerWith(options, resolve, reject);
+    });
+  }
+
+  /**
+   * {@link ConnectionRequest.accept} as an Observable: emits the connection
+   * once it is established and completes, or errors with what `accept()`
+   * rejects with. Unsubscribing before then withdraws the accept: everything
+   * is released and the peer's connect fails. On the testing kit's virtual
+   * CM inside `TestScheduler.run`, the connection arrives in the frame it is
+   * established (a Promise settles only after the run's flush).
+   *
+   * ```
+   * accept$() at 3:   -----(c|)   ESTABLISHED two hops later
+   *                   -----#      DisconnectedError (the peer gave up), ...
+   * ```
+   */
+  accept$(options?: AcceptOptions<R> & Record<string, unknown>): Observable<Connection<R>> {
+    return new Observable<Connection<R>>((subscriber) =>
+      this.answerWith(
+        options,
+        (connection) => {
+          subscriber.next(connection);
+          subscriber.complete();
+        },
+        (error) => subscriber.error(error),
+      ),
+    );
+  }
+
+  /**
+   * The accept: settles through `resolve` or `reject` exactly once, and
+   * returns what withdraws it while it is not established yet.
+   */
+  private answerWith(
+    options: (AcceptOptions<R> & Record<string, unknown>) | undefined,
+    resolve: (connection: Connection<R>) => void,
+    reject: (error: unknown) => void,
+  ): () => void {
     let opts: AcceptOptions<R>;
     let prepare: ((r: R) => void) | undefined;
     let privateData: Uint8Array;
@@ -94,10 +136,14 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
       ownChannel = checkBoolean(opts.ownChannel, 'ownChannel', true);
       rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
     } catch (err) {
-      // Bad options reject, the request still pending (a Promise API never throws, DESIGN §4).
-      return Promise.reject(err);
+      // Bad options fail the answer, the request still pending (neither form throws, DESIGN §4).
+      reject(err);
+      return noop;
     }
-    if (this.state !== 'pending') return Promise.reject(this.answeredError());
+    if (this.state !== 'pending') {
+      reject(this.answeredError());
+      return noop;
+    }
     if (layer?.request) {
       try {
         peerData = layer.request(this.privateData);
@@ -105,7 +151,8 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
         // The layer cannot work with this peer: it hears why, in the reject.
         const rejectData = (err as { rejectData?: unknown }).rejectData;
         this.reject({ privateData: rejectData instanceof Uint8Array ? rejectData : undefined });
-        return Promise.reject(err);
+        reject(err);
+        return noop;
       }
     }
     // Unless told, this side's QP retries as the peer asked, and says so back.
@@ -113,75 +160,79 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
     this.state = 'accepted';
     const { port, id, listenerChannel } = this.parts;
     const peer = this.peerAddress ?? undefined;
-    return new Promise<Connection<R>>((resolve, reject) => {
-      let resources: R | undefined;
-      let own: SharedCmChannel | undefined;
-      const channels = [listenerChannel];
-      let layerPrepared = false;
-      const fail = (error: unknown) => {
+    let resources: R | undefined;
+    let own: SharedCmChannel | undefined;
+    const channels = [listenerChannel];
+    let layerPrepared = false;
+    let settled = false;
+    const fail = (error: unknown) => {
+      settled = true;
+      this.target = undefined;
+      if (layerPrepared) attempt(() => layer!.abandon());
+      if (resources) attempt(() => port.releaseResources(resources!));
+      attempt(() => id.close());
+      this.release(channels);
+      reject(error);
+    };
+    this.target = (e) => {
+      if (e.type === 'ESTABLISHED') {
         this.target = undefined;
-        if (layerPrepared) attempt(() => layer!.abandon());
-        if (resources) attempt(() => port.releaseResources(resources!));
-        attempt(() => id.close());
-        this.release(channels);
-        reject(error);
-      };
-      this.target = (e) => {
-        if (e.type === 'ESTABLISHED') {
-          this.target = undefined;
-          // A connection holds the process until it is unref'd, whatever its listener does.
-          listenerChannel.ref(id);
-          const connection = new Connection<R>({
-            port,
-            id,
-            resources: resources!,
-            channels,
-            privateData: peerData,
-            peerAddress: this.peerAddress,
-            localAddress: this.localAddress,
-          });
-          // The listener's channel needed it only until the migration was
-          // sure to be done: events read there before it are behind us now.
-          if (own) {
-            listenerChannel.off(id);
-            channels.splice(channels.indexOf(listenerChannel), 1);
-            listenerChannel.release();
-          }
-          resolve(connection);
-          return;
-        }
-        const error = passiveFailure(e, peer);
-        if (error) fail(error);
-      };
-      try {
-        // A native CM's listener is on the channel every connection of the
-        // process shares, which closing the listener leaves open: nothing to move.
-        if (ownChannel && !listenerChannel.kept) {
-          own = new SharedCmChannel(port.createChannel(this.parts.host)).acquire();
-          id.migrate(own.channel);
-          own.on(id, (e) => this.dispatch(e));
-          channels.push(own);
-        }
-        resources = port.createResources(id, opts as object);
-        const r = resources;
-        this.answering(() => {
-          port.modifyQp(id, r, 'INIT');
-          port.modifyQp(id, r, 'RTR');
-          port.modifyQp(id, r, 'RTS', ownQp);
+        // A connection holds the process until it is unref'd, whatever its listener does.
+        listenerChannel.ref(id);
+        const connection = new Connection<R>({
+          port,
+          id,
+          resources: resources!,
+          channels,
+          privateData: peerData,
+          peerAddress: this.peerAddress,
+          localAddress: this.localAddress,
         });
-        if (layer) {
-          layerPrepared = true;
-          layer.prepare(resources);
+        // The listener's channel needed it only until the migration was
+        // sure to be done: events read there before it are behind us now.
+        if (own) {
+          listenerChannel.off(id);
+          channels.splice(channels.indexOf(listenerChannel), 1);
+          listenerChannel.release();
         }
-        prepare?.(resources);
-        const sent = layer ? layer.privateData(privateData, CM_PRIVATE_DATA_MAX.accept) : privateData;
-        this.answering(() => id.accept({ qpNum: r.qpNum, privateData: sent, rnrRetryCount: ownQp.rnrRetryCount, srq: r.srq !== undefined }));
-      } catch (err) {
-        fail(err);
-      } finally {
-        this.parts.settled(this);
+        settled = true;
+        resolve(connection);
+        return;
       }
-    });
+      const error = passiveFailure(e, peer);
+      if (error) fail(error);
+    };
+    try {
+      // A native CM's listener is on the channel every connection of the
+      // process shares, which closing the listener leaves open: nothing to move.
+      if (ownChannel && !listenerChannel.kept) {
+        own = new SharedCmChannel(port.createChannel(this.parts.host)).acquire();
+        id.migrate(own.channel);
+        own.on(id, (e) => this.dispatch(e));
+        channels.push(own);
+      }
+      resources = port.createResources(id, opts as object);
+      const r = resources;
+      this.answering(() => {
+        port.modifyQp(id, r, 'INIT');
+        port.modifyQp(id, r, 'RTR');
+        port.modifyQp(id, r, 'RTS', ownQp);
+      });
+      if (layer) {
+        layerPrepared = true;
+        layer.prepare(resources);
+      }
+      prepare?.(resources);
+      const sent = layer ? layer.privateData(privateData, CM_PRIVATE_DATA_MAX.accept) : privateData;
+      this.answering(() => id.accept({ qpNum: r.qpNum, privateData: sent, rnrRetryCount: ownQp.rnrRetryCount, srq: r.srq !== undefined }));
+    } catch (err) {
+      fail(err);
+    } finally {
+      this.parts.settled(this);
+    }
+    return () => {
+      if (!settled) fail(new DisconnectedError('The accept was withdrawn before the connection was established', peer));
+    };
   }
 
   /**
@@ -278,3 +329,6 @@ function checkOptions<T>(value: T): T {
   return value;
 }
 
+function noop(): void {
+  // Nothing is under way to withdraw.
+}

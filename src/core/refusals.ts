@@ -36,6 +36,7 @@ const DESTROY_VERB: Record<ObjectKind, string> = {
 /** The errno values the refusals use, with glibc's `strerror` text. */
 const ERRNO = {
   EBADF: { errno: 9, text: 'Bad file descriptor' },
+  ENOMEM: { errno: 12, text: 'Cannot allocate memory' },
   EBUSY: { errno: 16, text: 'Device or resource busy' },
   EINVAL: { errno: 22, text: 'Invalid argument' },
 } as const;

@@ -1,15 +1,20 @@
-import { connect } from '../cm/connect';
+import { defer, map, Observable } from 'rxjs';
+import { connect, connect$ } from '../cm/connect';
 import type { ConnectionRequest } from '../cm/request';
 import type { AcceptOptions, ConnectionOptions } from '../cm/options';
-import type { VerbsResourceOptions, VerbsResources } from '../cm/native-port';
+import type { VerbsResourceOptions } from '../cm/native-port';
 import { describe } from '../verbs/validate';
 import { receivesFor } from './credits';
 import type { MessageConnection } from './message-connection';
 import { MessageOptions, ResolvedMessageOptions, resolveMessageOptions } from './options';
 import { MessageSetup } from './setup';
+import type { MessageTransport } from './transport';
 
-/** Options of {@link connectMessages}: those of `connect()` and the layer's sizes. */
-export interface MessageConnectOptions extends Omit<ConnectionOptions, 'layer' | 'sendCq' | 'recvCq' | 'srq' | 'cm'> {
+/**
+ * Options of {@link connectMessages}: those of `connect()` and the layer's
+ * sizes. `cm` may be the testing kit's virtual CM (see {@link connectMessages$}).
+ */
+export interface MessageConnectOptions extends Omit<ConnectionOptions, 'layer' | 'sendCq' | 'recvCq' | 'srq'> {
   /** The layer's sizes; the peer must agree on `maxEager`. */
   messages?: MessageOptions;
 }
@@ -59,12 +64,39 @@ function sized(options: VerbsResourceOptions, m: ResolvedMessageOptions): VerbsR
  *   bad options.
  */
 export async function connectMessages(options: MessageConnectOptions): Promise<MessageConnection> {
+  const { setup, connectOptions } = planConnect(options);
+  const conn = await connect(connectOptions);
+  return setup.layer!.attach(conn);
+}
+
+/**
+ * {@link connectMessages} as an Observable: each subscription connects,
+ * emits the message connection once established and completes, or errors
+ * as `connectMessages()` rejects; unsubscribing before then cancels the
+ * attempt. With the testing kit's virtual CM as `cm`, everything — set-up,
+ * credits, rendezvous READs, timeouts — runs in virtual time inside
+ * `TestScheduler.run`, frame by frame:
+ *
+ * ```
+ * connectMessages$({ cm }) at 0:   ----(c|)   established (four CM hops)
+ * then c.request$('q') at 6:       --------r  the peer's reply, a hop each way
+ * ```
+ * @see {@link acceptMessages$}
+ */
+export function connectMessages$(options: MessageConnectOptions): Observable<MessageConnection> {
+  return defer(() => {
+    const { setup, connectOptions } = planConnect(options);
+    return connect$(connectOptions).pipe(map((conn) => setup.layer!.attach(conn)));
+  });
+}
+
+/** The layer's set-up and the options of the connect that carries it (TypeError / RangeError for bad ones). */
+function planConnect(options: MessageConnectOptions): { setup: MessageSetup; connectOptions: ConnectionOptions } {
   if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describe(options)}`);
   const { messages, ...rest } = options as MessageConnectOptions & Record<string, unknown>;
   const resolved = resolveMessageOptions(messages);
   const setup = new MessageSetup(resolved);
-  const conn = await connect({ ...(sized(rest, resolved) as ConnectionOptions), layer: setup });
-  return setup.layer!.attach(conn);
+  return { setup, connectOptions: { ...(sized(rest, resolved) as ConnectionOptions), layer: setup } };
 }
 
 /**
@@ -74,11 +106,34 @@ export async function connectMessages(options: MessageConnectOptions): Promise<M
  * is rejected (it learns why) and this rejects with
  * {@link MessagesMismatchError}.
  */
-export async function acceptMessages(request: ConnectionRequest, options?: MessageAcceptOptions): Promise<MessageConnection> {
+export async function acceptMessages<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Promise<MessageConnection> {
+  const { setup, acceptOptions } = planAccept<R>(options);
+  const conn = await request.accept(acceptOptions);
+  return setup.layer!.attach(conn);
+}
+
+/**
+ * {@link acceptMessages} as an Observable (`request.accept$()` with the
+ * layer): emits the message connection once established and completes;
+ * unsubscribing before then withdraws the accept. On the virtual CM, in the
+ * frame the connection is established:
+ *
+ * ```ts
+ * listener.requests$.pipe(mergeMap((request) => acceptMessages$(request)))
+ * ```
+ */
+export function acceptMessages$<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Observable<MessageConnection> {
+  return defer(() => {
+    const { setup, acceptOptions } = planAccept<R>(options);
+    return request.accept$(acceptOptions).pipe(map((conn) => setup.layer!.attach(conn)));
+  });
+}
+
+/** The layer's set-up and the options of the accept that carries it (TypeError / RangeError for bad ones). */
+function planAccept<R extends MessageTransport>(options: MessageAcceptOptions | undefined): { setup: MessageSetup; acceptOptions: AcceptOptions<R> & Record<string, unknown> } {
   const { messages, ...rest } = { ...(options ?? {}) } as MessageAcceptOptions & Record<string, unknown>;
   const resolved = resolveMessageOptions(messages);
   const setup = new MessageSetup(resolved);
-  const conn = await request.accept({ ...(sized(rest, resolved) as AcceptOptions), layer: setup });
-  return setup.layer!.attach(conn);
+  return { setup, acceptOptions: { ...(sized(rest, resolved) as AcceptOptions<R>), layer: setup } };
 }
 

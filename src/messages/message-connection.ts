@@ -1,12 +1,11 @@
-import { defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
+import { asapScheduler, asyncScheduler, defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
 import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
 import type { WcBatch, WorkCompletion } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
-import type { VerbsResources } from '../cm/native-port';
-import type { Mr } from '../verbs/mr';
+import type { MessageTransport, TransportMr as Mr } from './transport';
 import { CreditWindow, receivesFor } from './credits';
 import { LentSource } from './lent-source';
 import { Message } from './message';
@@ -116,9 +115,9 @@ const READ_KIND = 2 * 2 ** 32;
  */
 export class MessageConnection extends ThreadBound {
   /** The connection underneath (its QP and CQs belong to the layer: post nothing on them). */
-  connection!: Connection;
+  connection!: Connection<MessageTransport>;
   private readonly opts: ResolvedMessageOptions;
-  private readonly res: VerbsResources;
+  private readonly res: MessageTransport;
   private readonly slotBytes: number;
   private readonly recvMr: Mr;
   private readonly sendMr: Mr;
@@ -162,7 +161,7 @@ export class MessageConnection extends ThreadBound {
   private posted = 0;
 
   /** @internal Made at `prepare` (the QP takes receives): posts every receive. */
-  constructor(resources: VerbsResources, options: ResolvedMessageOptions) {
+  constructor(resources: MessageTransport, options: ResolvedMessageOptions) {
     super();
     this.opts = options;
     this.res = resources;
@@ -295,10 +294,10 @@ export class MessageConnection extends ThreadBound {
           subscriber.error(e);
         },
       });
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.pendingRequests.get(id)?.error(new RequestTimeoutError(timeoutMs)), timeoutMs);
+      const timer = timeoutMs === undefined ? undefined : asyncScheduler.schedule(() => this.pendingRequests.get(id)?.error(new RequestTimeoutError(timeoutMs)), timeoutMs);
       this.enqueue(data, FLAG.REQUEST, id).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
       return () => {
-        if (timer) clearTimeout(timer);
+        timer?.unsubscribe();
         this.pendingRequests.delete(id);
       };
     });
@@ -362,7 +361,7 @@ export class MessageConnection extends ThreadBound {
   }
 
   /** @internal The connection is established: its end ends the layer. */
-  attach(connection: Connection): this {
+  attach(connection: Connection<MessageTransport>): this {
     this.connection = connection;
     connection.disconnected$.subscribe({
       next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
@@ -426,11 +425,11 @@ export class MessageConnection extends ThreadBound {
     }
   }
 
-  /** Schedules one pump for the end of this turn (many releases, one CREDIT check). */
+  /** Schedules one pump for the end of this turn (many releases, one CREDIT check): asap, a microtask, or later in the frame in virtual time. */
   private pumpSoon(): void {
     if (this.pumpQueued) return;
     this.pumpQueued = true;
-    queueMicrotask(() => {
+    asapScheduler.schedule(() => {
       this.pumpQueued = false;
       this.pump();
     });

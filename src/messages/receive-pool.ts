@@ -1,5 +1,4 @@
-import type { Mr } from '../verbs/mr';
-import type { Pd } from '../verbs/pd';
+import type { TransportMr, TransportPd } from './transport';
 
 /**
  * Registered buffers that rendezvous READs land in, by power-of-two size
@@ -8,18 +7,18 @@ import type { Pd } from '../verbs/pd';
  * beyond that is deregistered.
  */
 export class ReceivePool {
-  private readonly free = new Map<number, Mr[]>();
+  private readonly free = new Map<number, TransportMr[]>();
   private freeBytes = 0;
   /** Buffers allocated and registered. */
   allocations = 0;
 
   constructor(
-    private readonly pd: Pd,
+    private readonly pd: TransportPd,
     private readonly keepBytes = 64 << 20,
   ) {}
 
   /** A buffer of at least `length` bytes. */
-  take(length: number): Mr {
+  take(length: number): TransportMr {
     const size = sizeClass(length);
     const list = this.free.get(size);
     const mr = list?.pop();
@@ -32,7 +31,7 @@ export class ReceivePool {
   }
 
   /** A buffer from {@link ReceivePool.take} is free again. */
-  give(mr: Mr): void {
+  give(mr: TransportMr): void {
     if (mr.closed) return;
     const size = mr.length;
     if (this.freeBytes + size > this.keepBytes) {

@@ -1,8 +1,7 @@
-import type { Mr } from '../verbs/mr';
-import type { Pd } from '../verbs/pd';
+import type { TransportMr, TransportPd } from './transport';
 
 interface Entry {
-  mr: Mr;
+  mr: TransportMr;
   /** Rendezvous in flight that the peer may still READ through it. */
   uses: number;
 }
@@ -24,7 +23,7 @@ export class RegistrationCache {
   hits = 0;
 
   constructor(
-    private readonly pd: Pd,
+    private readonly pd: TransportPd,
     private readonly maxEntries = 64,
   ) {}
 
@@ -32,7 +31,7 @@ export class RegistrationCache {
    * The region covering `bytes` and where they start in it, held until
    * {@link RegistrationCache.done}.
    */
-  acquire(bytes: Uint8Array): { mr: Mr; addr: bigint; entry: Entry } {
+  acquire(bytes: Uint8Array): { mr: TransportMr; addr: bigint; entry: Entry } {
     const backing = bytes.buffer as ArrayBuffer;
     let entry = this.entries.get(backing);
     if (entry && !entry.mr.closed) {

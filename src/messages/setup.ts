@@ -1,6 +1,6 @@
 import type { ConnectionLayer } from '../core/cm';
 import { MessagesMismatchError } from '../core/message-errors';
-import type { VerbsResources } from '../cm/native-port';
+import type { MessageTransport } from './transport';
 import { MessageConnection } from './message-connection';
 import type { ResolvedMessageOptions } from './options';
 import { decodeSetup, encodeSetup, Setup, WIRE_VERSION } from './wire';
@@ -12,7 +12,7 @@ import { decodeSetup, encodeSetup, Setup, WIRE_VERSION } from './wire';
  * and makes the {@link MessageConnection} (its receives posted) when the
  * QP takes receives, before the peer can send.
  */
-export class MessageSetup implements ConnectionLayer<VerbsResources> {
+export class MessageSetup implements ConnectionLayer<MessageTransport> {
   /** The layer, once `prepare` made it. */
   layer: MessageConnection | undefined;
   private peer: Setup | undefined;
@@ -47,7 +47,7 @@ export class MessageSetup implements ConnectionLayer<VerbsResources> {
     return this.check(privateData);
   }
 
-  prepare(resources: VerbsResources): void {
+  prepare(resources: MessageTransport): void {
     this.layer = new MessageConnection(resources, this.options);
     if (this.peer) this.layer.peerKnown(this.peer);
   }

@@ -6,7 +6,9 @@
  * `cq.completions$` — plus expectations on arms and
  * acks and checks of the completion-loop rules; and a virtual connection
  * manager (`virtualCm`) that the package's `listen()` / `connect$()` run on,
- * for marble tests of reconnect, back-off and failover logic.
+ * for marble tests of reconnect, back-off and failover logic, whose
+ * connections' QPs move bytes in virtual time (SEND, RDMA READ), so the
+ * message layer (`connectMessages$()`) runs on it too.
  */
 export { VirtualChannel, virtualChannel } from './virtual-channel';
 export type { VirtualChannelOptions } from './virtual-channel';
@@ -18,7 +20,10 @@ export type { VirtualCmOptions } from './virtual-cm';
 export { VirtualCmChannel } from './virtual-cm-channel';
 export { VirtualCmId } from './virtual-cm-id';
 export type { VirtualIdState } from './virtual-cm-id';
-export { VirtualQp, VirtualSrq } from './virtual-resources';
+export { VirtualQp } from './virtual-qp';
+export type { VirtualQpCap, VirtualSendWr, VirtualRecvWr, VirtualSge } from './virtual-qp';
+export { VirtualSrq } from './virtual-srq';
+export { VirtualPd, VirtualMr, VirtualAddressSpace } from './virtual-memory';
 export type { VirtualResources, VirtualResourceOptions } from './virtual-resources';
 export { VirtualPeer } from './virtual-peer';
 export type { PeerAnswer, PeerBehaviour, VirtualPeerOptions } from './virtual-peer';

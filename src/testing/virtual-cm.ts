@@ -15,6 +15,8 @@ import {
 import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import { VirtualCmChannel } from './virtual-cm-channel';
 import { VirtualCmId, VirtualFabric } from './virtual-cm-id';
+import { VirtualAddressSpace } from './virtual-memory';
+import type { VirtualQp } from './virtual-qp';
 import { makeVirtualResources, VirtualResourceOptions, VirtualResources } from './virtual-resources';
 import { VirtualClient, VirtualClientOptions } from './virtual-client';
 import { PeerAnswer, PeerBehaviour, VirtualPeer, VirtualPeerOptions } from './virtual-peer';
@@ -85,9 +87,14 @@ function event(type: CmEventType, id: CmIdPort, extra?: Partial<CmEvent>): CmEve
  * peer answer 's':          ------...#  ConnectTimeoutError at timeoutMs
  * peer disconnects at 20:   ---------------------d   disconnected$ ({ by: 'peer' }) one hop later
  * deviceRemoval '10ms x':   ----------#  DeviceRemovedError on every stream
- * ``` Connections carry virtual
- * verbs resources: a `VirtualChannel`, `VirtualCq`s (add completions to
- * play traffic) and a `VirtualQp` whose state the CM moves.
+ * ```
+ *
+ * Connections carry virtual verbs resources: a `VirtualChannel`,
+ * `VirtualCq`s, a `VirtualPd` and a `VirtualQp` whose state the CM moves and
+ * which moves real bytes to the QP at the other end, a hop per `latency`
+ * frames (SEND, RDMA READ; see {@link VirtualQp}); or add completions to the
+ * CQs to play traffic. So the message layer (`connectMessages$`,
+ * `acceptMessages$`) runs on it unchanged, in virtual time.
  * {@link VirtualCm.removeDevice} (or the `deviceRemoval` marble) ends every
  * stream with `DeviceRemovedError`.
  */
@@ -101,6 +108,10 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
   private readonly ids = new Set<VirtualCmId>();
   private readonly hidden = new WeakSet<VirtualCmChannel>();
   private readonly disconnectSent = new WeakSet<VirtualCmId>();
+  /** Every connection's resources by its id, and back: how a QP finds the one at the other end. */
+  private readonly resourcesOf = new WeakMap<VirtualCmId, VirtualResources>();
+  private readonly idOf = new WeakMap<VirtualQp, VirtualCmId>();
+  private readonly space = new VirtualAddressSpace();
   private nextPort = 40000;
   private nextQpNum = 0x100;
   private removed = false;
@@ -192,10 +203,24 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     return new VirtualCmChannel((ch) => this.newId(ch));
   }
 
-  /** Virtual resources: a channel, two CQs and a QP. */
-  createResources(_id: CmIdPort, options: VirtualResourceOptions): VirtualResources {
+  /**
+   * Virtual resources: a channel, two CQs, a PD and a QP whose data path
+   * reaches the QP of the peer's connection (one hop of `latency` frames).
+   */
+  createResources(id: CmIdPort, options: VirtualResourceOptions): VirtualResources {
     this.ensureDevice();
-    return makeVirtualResources(this.nextQpNum++, options ?? {});
+    const resources = makeVirtualResources(this.nextQpNum++, options ?? {}, {
+      scheduler: this.scheduler,
+      latency: this.latency,
+      space: this.space,
+      peerOf: (qp) => {
+        const peer = this.idOf.get(qp)?.peer;
+        return peer && this.resourcesOf.get(peer)?.qp;
+      },
+    });
+    this.resourcesOf.set(id as VirtualCmId, resources);
+    this.idOf.set(resources.qp, id as VirtualCmId);
+    return resources;
   }
 
   /**
@@ -207,7 +232,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
   modifyQp(id: CmIdPort, resources: VirtualResources, state: CmQpState, own?: CmOwnQpAttrs): void {
     if (resources.qp.closed) throw Object.assign(new Error('modifyQp on a destroyed QP'), { code: 'EBADF' });
     if (state !== 'ERR') this.ensureDevice();
-    resources.qp.state = state;
+    resources.qp.modify(state);
     if (state !== 'RTS') return;
     const self = id as VirtualCmId;
     const theirs = self.peer?.sent;
@@ -215,13 +240,14 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
     resources.qp.rnrRetryCount = own?.rnrRetryCount ?? theirs?.rnrRetryCount ?? DEFAULT_RNR_RETRY_COUNT;
   }
 
-  /** The CQs (their `completions$`) and their channel fail with `error`, as the native ones do. */
+  /** The CQs (their `completions$`) and their channel fail with `error`, as the native ones do; the QP stops. */
   failResources(resources: VirtualResources, error: Error): void {
+    if (!resources.qp.closed) resources.qp.modify('ERR');
     for (const cq of new Set([resources.sendCq, resources.recvCq])) cq.fail(error);
     resources.channel.fail(error);
   }
 
-  /** Acks what is unacked, then destroys the QP, the CQs and the channel. */
+  /** Acks what is unacked, then destroys the QP, the CQs, the channel and the PD (with its regions). */
   releaseResources(resources: VirtualResources): void {
     resources.qp.close();
     for (const cq of [resources.sendCq, resources.recvCq]) {
@@ -230,6 +256,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
       cq.close();
     }
     resources.channel.close();
+    resources.pd.close();
   }
 
   // ---- the fabric (what ids ask) -------------------------------------------

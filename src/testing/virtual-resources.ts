@@ -1,80 +1,23 @@
-import type { ConnectionResources, CmQpState } from '../core/cm';
+import type { SchedulerLike } from 'rxjs';
+import type { ConnectionResources } from '../core/cm';
 import { VirtualChannel } from './virtual-channel';
 import { VirtualCq } from './virtual-cq';
-
-/** A queue pair in virtual time: only its number and state (the CM moves it). */
-export class VirtualQp {
-  /** `'RESET'` until the CM moves it. */
-  state: 'RESET' | CmQpState = 'RESET';
-  /** The SRQ it takes receives from, if it was made with one. */
-  srq: VirtualSrq | undefined;
-  /** Set at RTS: how often it resends an unacknowledged packet (as the CM derived it). */
-  retryCount: number | undefined;
-  /** Set at RTS: how often it resends after "receiver not ready" (as the CM derived it, or this side chose). */
-  rnrRetryCount: number | undefined;
-  private isClosed = false;
-
-  constructor(readonly qpNum: number) {}
-
-  /** True once destroyed. */
-  get closed(): boolean {
-    return this.isClosed;
-  }
-
-  /** Destroys it. Idempotent. */
-  close(): void {
-    this.isClosed = true;
-  }
-}
+import { VirtualAddressSpace, VirtualPd } from './virtual-memory';
+import { VirtualQp, VirtualQpCap } from './virtual-qp';
+import { VirtualSrq } from './virtual-srq';
 
 /**
- * A shared receive queue in virtual time, for `accept({ srq })` /
- * `connect({ srq })` on the virtual CM: connections made with it share it
- * (`resources.srq`, `resources.qp.srq`), as on the native CMs. It counts the
- * receives posted to it; play their completions on the connections' CQs.
- */
-export class VirtualSrq {
-  /** Receives posted and not yet taken by {@link VirtualSrq.take}. */
-  posted = 0;
-  private isClosed = false;
-
-  /** @param maxWr how many receives it holds (default 64). */
-  constructor(readonly maxWr = 64) {}
-
-  /** True once destroyed. */
-  get closed(): boolean {
-    return this.isClosed;
-  }
-
-  /** Posts `n` receives (1 by default). @throws RangeError past `maxWr`; an Error (EBADF) once closed. */
-  postRecv(n = 1): void {
-    if (this.isClosed) throw Object.assign(new Error('postRecv on a destroyed SRQ'), { code: 'EBADF' });
-    if (this.posted + n > this.maxWr) throw new RangeError(`the SRQ holds ${this.maxWr} receives; ${this.posted} are posted`);
-    this.posted += n;
-  }
-
-  /** A message consumed one posted receive: false when none was posted (the sender would see RNR). */
-  take(): boolean {
-    if (this.posted === 0) return false;
-    this.posted--;
-    return true;
-  }
-
-  /** Destroys it. Idempotent. */
-  close(): void {
-    this.isClosed = true;
-  }
-}
-
-/**
- * The verbs resources of a virtual connection: a {@link VirtualChannel},
- * send and receive {@link VirtualCq}s on it (add completions to them to
- * play traffic) and a {@link VirtualQp}.
+ * The verbs resources of a virtual connection, shaped like the native ones:
+ * a {@link VirtualChannel}, send and receive {@link VirtualCq}s on it, a
+ * {@link VirtualPd} and a {@link VirtualQp} that moves bytes to and from the
+ * QP at the other end in virtual time (or add completions to the CQs
+ * yourself to play traffic).
  */
 export interface VirtualResources extends ConnectionResources {
   readonly channel: VirtualChannel;
   readonly sendCq: VirtualCq;
   readonly recvCq: VirtualCq;
+  readonly pd: VirtualPd;
   readonly qp: VirtualQp;
   /** The shared receive queue its QP takes receives from (borrowed), if one was given. */
   readonly srq: VirtualSrq | undefined;
@@ -84,25 +27,61 @@ export interface VirtualResources extends ConnectionResources {
 export interface VirtualResourceOptions {
   /** CQ depth (default 64). */
   cqe?: number;
+  /** QP capacities (default: 64 work requests each way, 1 scatter/gather entry, no inline data). */
+  cap?: Partial<VirtualQpCap>;
   /** A shared receive queue for the QP (borrowed: closing the connection leaves it open). */
   srq?: VirtualSrq;
 }
 
+/** @internal What the virtual CM gives a connection's data path. */
+export interface VirtualFabricLink {
+  readonly scheduler: SchedulerLike;
+  readonly latency: number;
+  readonly space: VirtualAddressSpace;
+  /** The QP at the other end of `qp`'s connection, once there is one. */
+  peerOf(qp: VirtualQp): VirtualQp | undefined;
+}
+
+const CAP_DEFAULTS: VirtualQpCap = { maxSendWr: 64, maxRecvWr: 64, maxSendSge: 1, maxRecvSge: 1, maxInlineData: 0 };
+
+function capOf(cap: Partial<VirtualQpCap> | undefined): VirtualQpCap {
+  if (cap === undefined) return CAP_DEFAULTS;
+  if (typeof cap !== 'object' || cap === null) throw new TypeError('cap must be an object like { maxSendWr, maxRecvWr }');
+  const out: Record<string, number> = { ...CAP_DEFAULTS };
+  for (const [key, value] of Object.entries(cap)) {
+    if (!(key in CAP_DEFAULTS)) throw new TypeError(`cap.${key} is not a QP capacity (expected one of ${Object.keys(CAP_DEFAULTS).join(', ')})`);
+    if (value === undefined) continue;
+    const min = key === 'maxInlineData' ? 0 : 1;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 65536) {
+      throw new RangeError(`cap.${key} must be an integer from ${min} to 65536, got ${String(value)}`);
+    }
+    out[key] = value;
+  }
+  return out as unknown as VirtualQpCap;
+}
+
 /** @internal */
-export function makeVirtualResources(qpNum: number, options: VirtualResourceOptions): VirtualResources {
+export function makeVirtualResources(qpNum: number, options: VirtualResourceOptions, fabric: VirtualFabricLink): VirtualResources {
+  const cap = capOf(options.cap);
+  const srq = options.srq;
+  if (srq !== undefined && !(srq instanceof VirtualSrq)) throw new TypeError('srq must be a VirtualSrq from rx-verbs/testing');
+  if (srq?.closed) throw Object.assign(new Error('srq is closed'), { code: 'EBADF' });
   const channel = new VirtualChannel();
   const cqe = options.cqe ?? 64;
   const sendCq = new VirtualCq({ channel, cqe, name: `send${qpNum}` });
   const recvCq = new VirtualCq({ channel, cqe, name: `recv${qpNum}` });
-  const srq = options.srq;
-  if (srq !== undefined && !(srq instanceof VirtualSrq)) throw new TypeError('srq must be a VirtualSrq from rx-verbs/testing');
-  if (srq?.closed) throw Object.assign(new Error('srq is closed'), { code: 'EBADF' });
-  const qp = new VirtualQp(qpNum);
-  qp.srq = srq;
+  const pd = new VirtualPd(fabric.space);
+  const qp: VirtualQp = new VirtualQp(
+    qpNum,
+    { scheduler: fabric.scheduler, latency: fabric.latency, sendCq, recvCq, pd, peer: () => fabric.peerOf(qp) },
+    cap,
+    srq,
+  );
   return {
     channel,
     sendCq,
     recvCq,
+    pd,
     qp,
     srq,
     qpNum,

@@ -126,6 +126,17 @@ describe('README', () => {
     new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
   });
 
+  it('runs the message-layer marble example as written, on the virtual CM', () => {
+    const block = blocks.find((b) => b.heading === '## Marble testing' && b.code.includes('connectMessages$'));
+    expect(block).toBeDefined();
+    const js = ts.transpileModule(block!.code, {
+      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    const mod = { exports: {} };
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    new Function('require', 'module', 'exports', 'expect', js)(require, mod, mod.exports, expect);
+  });
+
   it('runs the connections example as written, on soft0 over the soft CM', async () => {
     const block = blocks.find((b) => b.heading === '## Connections (rdma_cm)' && b.code.includes('listen('));
     expect(block).toBeDefined();

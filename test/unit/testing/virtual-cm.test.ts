@@ -1,4 +1,4 @@
-import { catchError, concat, defer, map, mergeMap, of, repeat, retry, take, timer } from 'rxjs';
+import { catchError, concat, defer, map, mergeMap, of, repeat, retry, take, takeUntil, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { connect$, listen } from '../../../src';
 import {
@@ -181,5 +181,27 @@ describe('virtual CM', () => {
       helpers.expectObservable(conn$.pipe(mergeMap((c) => c.resources.channel.events$))).toBe('10ms #', undefined, removed);
       helpers.expectObservable(listener.requests$).toBe('10ms #', undefined, new DeviceRemovedError());
     });
+  });
+  it('should hand over an accepted connection with accept$ in the frame it is established, and withdraw the accept on unsubscribe', () => {
+    let clients: ReturnType<ReturnType<typeof virtualCm>['clients']> = [];
+    let cm: ReturnType<typeof virtualCm> | undefined;
+    testScheduler.run((helpers) => {
+      cm = virtualCm(helpers);
+      const listener = listen({ ...server, cm });
+      // requests reach the listener at 3 and 13
+      clients = cm.clients(helpers, server, 'a---------b');
+      const accepted$ = listener.requests$.pipe(
+        take(2),
+        // the first is accepted; the second's accept is given up a frame after it went
+        mergeMap((request, i) => (i === 0 ? request.accept$() : request.accept$().pipe(takeUntil(timer(1))))),
+        map((c) => c.qp.state),
+      );
+      // accepted at 3: the client's answer (ESTABLISHED) two hops later
+      helpers.expectObservable(accepted$).toBe('-----c--------|', { c: 'RTS' });
+      timer(20).subscribe(() => listener.close());
+    });
+    // The withdrawn one was released: its client heard DISCONNECTED, only the first connection's id is open.
+    expect(clients.map((c) => c.outcome)).toEqual(['connected', 'disconnected']);
+    expect(cm!.openIds).toBe(1);
   });
 });
