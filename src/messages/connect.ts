@@ -106,7 +106,7 @@ function planConnect(options: MessageConnectOptions): { setup: MessageSetup; con
  * is rejected (it learns why) and this rejects with
  * {@link MessagesMismatchError}.
  */
-export async function acceptMessages<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Promise<MessageConnection> {
+export async function acceptMessages<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Promise<MessageConnection<R>> {
   const { setup, acceptOptions } = planAccept<R>(options);
   const conn = await request.accept(acceptOptions);
   return setup.layer!.attach(conn);
@@ -122,7 +122,7 @@ export async function acceptMessages<R extends MessageTransport>(request: Connec
  * listener.requests$.pipe(mergeMap((request) => acceptMessages$(request)))
  * ```
  */
-export function acceptMessages$<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Observable<MessageConnection> {
+export function acceptMessages$<R extends MessageTransport>(request: ConnectionRequest<R>, options?: MessageAcceptOptions): Observable<MessageConnection<R>> {
   return defer(() => {
     const { setup, acceptOptions } = planAccept<R>(options);
     return request.accept$(acceptOptions).pipe(map((conn) => setup.layer!.attach(conn)));

@@ -5,6 +5,7 @@ import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutE
 import type { WcBatch, WorkCompletion } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
+import type { VerbsResources } from '../cm/native-port';
 import type { MessageTransport, TransportMr as Mr } from './transport';
 import { CreditWindow, receivesFor } from './credits';
 import { LentSource } from './lent-source';
@@ -113,9 +114,9 @@ const READ_KIND = 2 * 2 ** 32;
  * messages$:      a---b-----c---|     (each a Message: read, then release())
  * ```
  */
-export class MessageConnection extends ThreadBound {
+export class MessageConnection<R extends MessageTransport = VerbsResources> extends ThreadBound {
   /** The connection underneath (its QP and CQs belong to the layer: post nothing on them). */
-  connection!: Connection<MessageTransport>;
+  connection!: Connection<R>;
   private readonly opts: ResolvedMessageOptions;
   private readonly res: MessageTransport;
   private readonly slotBytes: number;
@@ -193,7 +194,7 @@ export class MessageConnection extends ThreadBound {
       this.subscriptions.push(
         cq.completions$.subscribe({
           next: (batch) => this.completions(batch),
-          error: (err: unknown) => this.end(err),
+          error: (err: unknown) => this.end(err, false),
         }),
       );
     }
@@ -344,7 +345,7 @@ export class MessageConnection extends ThreadBound {
    * `release()` does nothing any more. Idempotent.
    */
   close(): void {
-    this.end(new MessagesClosedError('The message connection was closed'));
+    this.end(new MessagesClosedError('The message connection was closed'), true);
     this.connection?.close();
     this.destroy();
   }
@@ -361,13 +362,13 @@ export class MessageConnection extends ThreadBound {
   }
 
   /** @internal The connection is established: its end ends the layer. */
-  attach(connection: Connection<MessageTransport>): this {
-    this.connection = connection;
+  attach<C extends MessageTransport>(connection: Connection<C>): MessageConnection<C> {
+    this.connection = connection as unknown as Connection<R>;
     connection.disconnected$.subscribe({
-      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
-      error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err)),
+      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed'), true),
+      error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err), false),
     });
-    return this;
+    return this as unknown as MessageConnection<C>;
   }
 
   /** @internal Set-up failed: release what was made (the connection's resources go with the attempt). */
@@ -645,7 +646,7 @@ export class MessageConnection extends ThreadBound {
   /** The layer fails: everything pending fails typed, the connection is closed. */
   private fail(err: unknown): void {
     if (this.ended) return;
-    this.end(err);
+    this.end(err, false);
     this.connection?.close();
   }
 
@@ -655,7 +656,8 @@ export class MessageConnection extends ThreadBound {
     return new MessagesClosedError(undefined, f);
   }
 
-  private end(err: unknown): void {
+  /** The layer ends: `clean` for a close or a disconnect (the sources complete), else a failure (they error). */
+  private end(err: unknown, clean: boolean): void {
     if (this.ended) return;
     this.ended = true;
     this.failure = err;
@@ -669,7 +671,6 @@ export class MessageConnection extends ThreadBound {
     for (const p of [...this.pendingRequests.values()]) p.error(error);
     this.pendingRequests.clear();
     // A clean end completes the sources, a failure errors them; what arrived stays takeable first.
-    const clean = err instanceof MessagesClosedError && err.cause === undefined;
     for (const lent of [this.messagesSource, this.requestsSource] as LentSource<Message>[]) {
       for (const m of lent.drain()) lent.source.push(m);
       if (clean) lent.source.complete();

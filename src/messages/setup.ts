@@ -14,7 +14,7 @@ import { decodeSetup, encodeSetup, Setup, WIRE_VERSION } from './wire';
  */
 export class MessageSetup implements ConnectionLayer<MessageTransport> {
   /** The layer, once `prepare` made it. */
-  layer: MessageConnection | undefined;
+  layer: MessageConnection<MessageTransport> | undefined;
   private peer: Setup | undefined;
 
   constructor(private readonly options: ResolvedMessageOptions) {}

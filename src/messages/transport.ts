@@ -39,7 +39,7 @@ export interface TransportMr {
 /** A protection domain as the layer uses it: where its regions come from. */
 export interface TransportPd {
   allocMemory(size: number, options: { access: readonly AccessFlag[] }): TransportMr;
-  registerMemory(buffer: ArrayBuffer, options: { access: readonly AccessFlag[] }): TransportMr;
+  registerMemory(buffer: ArrayBuffer | ArrayBufferView, options: { access: readonly AccessFlag[] }): TransportMr;
 }
 
 /** One scatter/gather entry, in a region the same transport made. */

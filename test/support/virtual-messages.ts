@@ -1,6 +1,6 @@
 import { mergeMap, take } from 'rxjs';
 import type { RunHelpers } from 'rxjs/testing';
-import { acceptMessages$, connectMessages$, listen, Listener, MessageConnection, MessageOptions } from '../../src';
+import { acceptMessages$, connectMessages$, listen, Listener, MessageConnection, MessageOptions, MessageTransport } from '../../src';
 import { virtualCm, VirtualCm, VirtualCmOptions, VirtualResources } from '../../src/testing';
 
 /** Where the pair's server listens. */
@@ -11,9 +11,9 @@ export interface VirtualMessagePair {
   readonly cm: VirtualCm;
   readonly listener: Listener<VirtualResources>;
   /** The connecting side (established at frame 4 with the default latency). */
-  readonly client: MessageConnection;
+  readonly client: MessageConnection<MessageTransport>;
   /** The accepting side (established at frame 5). */
-  readonly server: MessageConnection;
+  readonly server: MessageConnection<MessageTransport>;
   /** Closes both sides and the listener (inside the run, at the frame it is called). */
   close(): void;
 }
@@ -30,8 +30,8 @@ export function virtualMessagePair(
 ): VirtualMessagePair {
   const cm = virtualCm(helpers, options.cm);
   const listener = listen({ ...SERVER, cm });
-  let client: MessageConnection | undefined;
-  let server: MessageConnection | undefined;
+  let client: MessageConnection<MessageTransport> | undefined;
+  let server: MessageConnection<MessageTransport> | undefined;
   listener.requests$
     .pipe(
       take(1),
@@ -39,7 +39,7 @@ export function virtualMessagePair(
     )
     .subscribe((mc) => (server = mc));
   connectMessages$({ ...SERVER, cm, rnrRetryCount: 0, messages: options.client ?? options.server }).subscribe((mc) => (client = mc));
-  const established = (side: MessageConnection | undefined, name: string) => {
+  const established = (side: MessageConnection<MessageTransport> | undefined, name: string) => {
     if (!side) throw new Error(`the ${name} is not established yet`);
     return side;
   };
