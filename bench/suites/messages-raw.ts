@@ -3,6 +3,8 @@
  * connection over the soft CM, both ends in this thread:
  * - `raw`: the raw verbs pipeline (`completions$` and posts, SMALL-byte
  *   SENDs, flow control for free: the sender reads the receiver's count);
+ * - `read`: one RDMA READ per large message, nothing else: the floor of a
+ *   rendezvous that READs;
  * - `protocol`: the least JS that speaks the layer's wire format (its
  *   16-byte header written and read through DataViews, credits as
  *   src/messages/credits.ts counts them, a CREDIT once the threshold is
@@ -53,6 +55,8 @@ export class RawEnd {
   private readonly freeSends: number[] = [];
   private readonly subs: Subscription[] = [];
   onRecv: (slot: number, byteLen: number) => void = () => undefined;
+  /** An RDMA READ of this side completed (its send buffers are not involved). */
+  onRead: () => void = () => undefined;
   after: () => void = () => undefined;
   fail: (e: unknown) => void = () => undefined;
   failure: unknown;
@@ -73,7 +77,9 @@ export class RawEnd {
     const handle = (b: WcBatch) => {
       for (let i = 0; i < b.length; i++) {
         if (b.statusAt(i) !== 0) return this.failed(new Error(`a completion failed with status ${b.statusAt(i)}`));
-        if (b.opcodeAt(i) === WC_OPCODES.RECV) this.onRecv(b.wrIdLow(i), b.byteLenAt(i));
+        const opcode = b.opcodeAt(i);
+        if (opcode === WC_OPCODES.RECV) this.onRecv(b.wrIdLow(i), b.byteLenAt(i));
+        else if (opcode === WC_OPCODES.RDMA_READ) this.onRead();
         else this.freeSends.push(b.wrIdLow(i));
       }
       this.after();
@@ -130,6 +136,7 @@ async function settled(e: RawEnds): Promise<void> {
   }
   for (const end of [e.a, e.b]) {
     end.onRecv = () => undefined;
+    end.onRead = () => undefined;
     end.after = () => undefined;
   }
 }
@@ -356,4 +363,33 @@ export async function protocolPing(ends: RawEnds, iters: number, warmup: number)
   });
   await settled(ends);
   return out;
+}
+
+/**
+ * The floor of a READ rendezvous: a reads `big` from b's memory (registered
+ * once, outside the timing) into a buffer of its own, `count` times one
+ * after another, after one untimed; bytes per second.
+ */
+export async function rawRead(ends: RawEnds, big: Buffer, count: number): Promise<number> {
+  const { a, b } = ends;
+  const source = b.conn.pd.registerMemory(big, { access: ['LOCAL_WRITE', 'REMOTE_READ'] });
+  const dest = a.conn.pd.allocMemory(big.length, { access: ['LOCAL_WRITE'] });
+  try {
+    const once = () =>
+      new Promise<void>((resolve, reject) => {
+        a.fail = reject;
+        a.onRead = resolve;
+        a.conn.qp.postSend({ wrId: 0, opcode: 'RDMA_READ', sg: { mr: dest, offset: 0, length: big.length }, remote: { addr: source.addr, rkey: source.rkey } });
+      });
+    await once();
+    const t0 = performance.now();
+    for (let i = 0; i < count; i++) await once();
+    const seconds = (performance.now() - t0) / 1000;
+    if (dest.buffer[big.length - 1] !== big[big.length - 1]) throw new Error('read: the bytes differ');
+    return (big.length * count) / seconds;
+  } finally {
+    await settled(ends);
+    dest.close();
+    source.close();
+  }
 }

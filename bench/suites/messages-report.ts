@@ -39,16 +39,19 @@ export function messagesTables(m: MessagesResults, writer: ResultsWriter): strin
     }),
   );
   const big = table(
-    `\n8b. Rendezvous (above maxEager, 8 KiB): payload GB/s through the layer, one message in flight (each send() settles once the peer has READ it) and ${PIPELINED} in flight, against Buffer.copy of the same size (the best round of each)`,
-    ['size', 'messages', 'layer', `layer, ${PIPELINED} in flight`, 'Buffer.copy', 'layer / copy', `${PIPELINED} in flight / copy`],
+    `\n8b. Rendezvous (above maxEager, 8 KiB): payload GB/s through the layer, one message in flight (each send() settles once the peer has READ it) and ${PIPELINED} in flight, ` +
+      'against one plain RDMA READ per message on a plain connection (the floor of a READ rendezvous) and Buffer.copy of the same size (the best round of each)',
+    ['size', 'messages', 'layer', `layer, ${PIPELINED} in flight`, 'raw READ (floor)', 'Buffer.copy', 'layer / copy', `${PIPELINED} in flight / copy`, 'raw READ / copy'],
     m.rendezvous.map((x) => [
       `${x.bytes >> 20} MiB`,
       `${x.messages}`,
       fmt(x.layerBytesPerSecond / GB, 2),
       fmt(x.pipelinedBytesPerSecond / GB, 2),
+      fmt(x.readBytesPerSecond / GB, 2),
       fmt(x.copyBytesPerSecond / GB, 2),
       fmt(x.ratio, 2),
       fmt(x.pipelinedRatio, 2),
+      fmt(x.readRatio, 2),
     ]),
   );
   const s = m.steady;

@@ -6,13 +6,14 @@
  *   of connection (messages-raw.ts), the least JS speaking the same wire
  *   format on that pipeline (the floor of any JS layer of this protocol),
  *   and a native C++ pair of the same protocol (bench/native/messages.cc);
- * - rendezvous messages of 1 to 16 MiB against `Buffer.copy` of the same size;
+ * - rendezvous messages of 1 to 16 MiB against `Buffer.copy` of the same size,
+ *   with one plain RDMA READ per message (the floor of a READ rendezvous);
  * - the registrations and receive buffers both sides make once warmed up.
  */
 import { fmt, fmtRate } from './format';
 import { LatencyStats, stats } from './latency';
 import { copyRate, layerBig, layerPair, layerPing, LayerPair, layerRate, plainPair, PlainPair, steadyCounters } from './messages-layer';
-import { MessageRateRun, protocolPing, protocolRate, RawEnd, RawEnds, rawPing, rawRate, SMALL } from './messages-raw';
+import { MessageRateRun, protocolPing, protocolRate, RawEnd, RawEnds, rawPing, rawRate, rawRead, SMALL } from './messages-raw';
 import { immediate, native, RunConfig, sleep } from './rig';
 
 /** MiB sizes of the rendezvous runs. */
@@ -38,11 +39,14 @@ export interface RendezvousRun {
   layerBytesPerSecond: number;
   /** The same with PIPELINED sends in flight. */
   pipelinedBytesPerSecond: number;
+  /** Bytes per second of one RDMA READ per message on a plain connection, one in flight: the floor of a READ rendezvous. */
+  readBytesPerSecond: number;
   /** Bytes per second of `Buffer.copy` of the same size. */
   copyBytesPerSecond: number;
   /** One in flight against Buffer.copy (what the target judges). */
   ratio: number;
   pipelinedRatio: number;
+  readRatio: number;
 }
 
 export interface MessagesResults {
@@ -72,6 +76,8 @@ export interface MessagesResults {
   rawP50ToNative: number;
   /** The worst size's ratio to Buffer.copy. */
   rendezvousToCopy: number;
+  /** The raw READ's ratio to Buffer.copy at that size: the floor. */
+  readToCopyThere: number;
 }
 
 function nativeRate(n: number, warmup: number): MessageRateRun {
@@ -161,26 +167,42 @@ async function round(cfg: RunConfig, r: number, rate: Partial<Record<MessageVari
 async function rendezvous(cfg: RunConfig, rounds: number, steady: Steady): Promise<RendezvousRun[]> {
   const out: RendezvousRun[] = [];
   const lp: LayerPair = await layerPair();
+  let pp: PlainPair | undefined;
+  let ends: RawEnds | undefined;
   try {
+    pp = await plainPair(lp.b);
+    ends = { a: new RawEnd(pp.a), b: new RawEnd(pp.b) };
     for (const mib of BIG_MIB) {
       const big = Buffer.alloc(mib << 20, mib);
       const count = Math.max(PIPELINED, Math.round((cfg.quick ? 48 : 512) / mib));
       let one = 0;
       let pipelined = 0;
       let copy = 0;
+      let read = 0;
       await layerBig(lp, big, PIPELINED, PIPELINED);
       const before = steadyCounters(lp);
       for (let r = 0; r < rounds; r++) {
         one = Math.max(one, await layerBig(lp, big, count));
         pipelined = Math.max(pipelined, await layerBig(lp, big, count, PIPELINED));
+        read = Math.max(read, await rawRead(ends, big, count));
         copy = Math.max(copy, copyRate(big, count));
       }
       addSteady(steady, before, steadyCounters(lp));
-      out.push({ bytes: big.length, messages: count, layerBytesPerSecond: one, pipelinedBytesPerSecond: pipelined, copyBytesPerSecond: copy, ratio: one / copy, pipelinedRatio: pipelined / copy });
-      cfg.log(`  rendezvous ${mib} MiB: layer ${fmt(one / 1e9, 2)} GB/s (${PIPELINED} in flight: ${fmt(pipelined / 1e9, 2)}), Buffer.copy ${fmt(copy / 1e9, 2)} GB/s`);
+      out.push({
+        bytes: big.length,
+        messages: count,
+        layerBytesPerSecond: one,
+        pipelinedBytesPerSecond: pipelined,
+        readBytesPerSecond: read,
+        copyBytesPerSecond: copy,
+        ratio: one / copy,
+        pipelinedRatio: pipelined / copy,
+        readRatio: read / copy,
+      });
+      cfg.log(`  rendezvous ${mib} MiB: layer ${fmt(one / 1e9, 2)} GB/s (${PIPELINED} in flight: ${fmt(pipelined / 1e9, 2)}), raw READ ${fmt(read / 1e9, 2)}, Buffer.copy ${fmt(copy / 1e9, 2)} GB/s`);
     }
   } finally {
-    closeAll(lp.b, lp.a, lp.listener);
+    closeAll(ends?.a, ends?.b, lp.b, lp.a, lp.listener, pp?.b, pp?.a, pp?.listener);
   }
   return out;
 }
@@ -199,6 +221,7 @@ export async function messages(cfg: RunConfig): Promise<MessagesResults> {
   const latency = Object.fromEntries(MESSAGE_VARIANTS.map((v) => [v, stats(v, merged(samples[v]))])) as Record<MessageVariant, LatencyStats>;
   const big = await rendezvous(cfg, rounds, steady);
   const rates = rate as Record<MessageVariant, MessageRateRun>;
+  const worst = big.reduce((w, x) => (x.ratio < w.ratio ? x : w));
   return {
     size: SMALL,
     rate: rates,
@@ -213,6 +236,7 @@ export async function messages(cfg: RunConfig): Promise<MessagesResults> {
     p50ToNative: latency.layer.p50 / latency.native.p50,
     rawRateToNative: rates.raw.rate / rates.native.rate,
     rawP50ToNative: latency.raw.p50 / latency.native.p50,
-    rendezvousToCopy: Math.min(...big.map((x) => x.ratio)),
+    rendezvousToCopy: worst.ratio,
+    readToCopyThere: worst.readRatio,
   };
 }
