@@ -20,8 +20,11 @@ import { cpuStart, immediate, threadNsPer } from './rig';
 export const SMALL = 64;
 /** The wire format's header (src/messages/wire.ts). */
 const HEADER = 16;
-const EAGER = 1;
-const CREDIT = 4;
+/** Message types of the wire format. */
+export const EAGER = 1;
+export const CREDIT = 4;
+/** Header bytes before each payload. */
+export const HEADER_BYTES = HEADER;
 
 /** One pass of the one-way rate: messages moved and how fast. */
 export interface MessageRateRun {
@@ -229,9 +232,10 @@ export async function rawPing(ends: RawEnds, iters: number, warmup: number): Pro
 
 /**
  * One end's credits, as src/messages/credits.ts counts them (the layer's
- * default depth, 64; a fresh window per run, every receive posted).
+ * default depth, 64, both ways; a fresh window per run, every receive
+ * posted). Exported for the test that plays it against the layer.
  */
-class Credits {
+export class Credits {
   private peerPosted: number;
   private sent = 0;
   private posted: number;
@@ -267,8 +271,8 @@ class Credits {
   }
 }
 
-/** Writes a header and posts the slot: EAGER with `length` payload bytes, or a CREDIT. */
-function postMessage(end: RawEnd, credits: Credits, type: number, length: number, slot = end.take()): void {
+/** Writes a header and posts the slot: EAGER with `length` payload bytes (already in the slot), or a CREDIT. */
+export function postMessage(end: RawEnd, credits: Credits, type: number, length: number, slot = end.take()): void {
   const at = slot * RawEnd.SLOT;
   const v = end.sendView;
   v.setUint8(at, type);
@@ -281,7 +285,7 @@ function postMessage(end: RawEnd, credits: Credits, type: number, length: number
 }
 
 /** Reads a receive's header: takes its grant, checks its length; its type. */
-function readMessage(end: RawEnd, credits: Credits, slot: number, byteLen: number): number {
+export function readMessage(end: RawEnd, credits: Credits, slot: number, byteLen: number): number {
   const at = slot * RawEnd.SLOT;
   const v = end.recvView;
   credits.granted(v.getUint32(at + 4, true));
