@@ -115,6 +115,24 @@ export interface BenchAddon {
    * in ns: the median of three rounds, measured on the calling thread.
    */
   machineCosts(): { pageFaultNs: number; syscallNs: number };
+  /**
+   * A native client and server of the message layer's wire format (version
+   * 1), connected through this addon's soft CM on its soft0, each on its own
+   * thread in event mode (bench/native/messages.cc). `rate`: `warmup` +
+   * `count` messages of `size` bytes one way, `seconds` timed over the
+   * last `count`; `pingpong`: echoed one at a time, `rtts` in us. A
+   * failure is in `error`.
+   */
+  messagesPair(args: { mode?: 'rate' | 'pingpong'; count?: number; warmup?: number; size?: number }): {
+    messages: number;
+    seconds: number;
+    /** CPU seconds of both threads over the timed part (pingpong: the client's). */
+    cpuSeconds: number;
+    /** CREDIT messages both sides sent (grants with no data to ride on). */
+    creditMessages: number;
+    rtts?: ArrayBuffer;
+    error?: string;
+  };
 }
 
 /** Where the bench addon is loaded from (RX_VERBS_BENCH_ADDON, else src/native/build/Release). */

@@ -36,6 +36,9 @@ Napi::Value EchoCreate(const Napi::CallbackInfo& info);
 Napi::Value EchoStart(const Napi::CallbackInfo& info);
 Napi::Value EchoStop(const Napi::CallbackInfo& info);
 Napi::Value EchoClose(const Napi::CallbackInfo& info);
+// messages.cc: messagesPair(args) runs a native client and server of the
+// message layer's wire format on this addon's soft0; rates or round trips.
+Napi::Value MessagesPair(const Napi::CallbackInfo& info);
 // machine_costs.cc: machineCosts() is what a first-touch page fault and an
 // empty system call (epoll_wait, zero timeout) cost here, in ns.
 Napi::Value MachineCosts(const Napi::CallbackInfo& info);

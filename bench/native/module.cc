@@ -53,6 +53,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"echoStop", EchoStop},
       {"echoClose", EchoClose},
       {"machineCosts", MachineCosts},
+      {"messagesPair", MessagesPair},
   };
   for (const auto& e : entries) exports.Set(e.name, Napi::Function::New(env, e.fn, e.name));
   return exports;

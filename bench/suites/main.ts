@@ -4,7 +4,7 @@
  * the same process and run.
  *
  * Suites (`--only a,b`): throughput, eventRate, latency, idle, memory,
- * operators, stall. Native baselines live in bench/native (a separate addon).
+ * operators, stall, messages. Native baselines live in bench/native (a separate addon).
  * Every variant of a suite is run in interleaved rounds and the best round
  * is kept (the machine is noisy); ratios come from the same run.
  * `--quick` finishes in under a minute; `--json` also writes
@@ -22,7 +22,7 @@ import { formatResults, Results, runBench, SUITES, Suite } from './report';
 import type { RunConfig } from './rig';
 
 const USAGE = `npm run bench [-- options]
-benchmarks against native baselines (throughput, event rate, latency, idle, memory, operators, stall)
+benchmarks against native baselines (throughput, event rate, latency, idle, memory, operators, stall, messages)
 
   --quick            short runs (under a minute)
   --json             also write the results as JSON (see --out)

@@ -3,6 +3,8 @@ import * as os from 'os';
 import { idle } from './idle';
 import { latency } from './latency';
 import { MB, memory } from './memory';
+import { messages } from './messages';
+import { messagesTables } from './messages-report';
 import { operators } from './operators';
 import { stall } from './stall';
 import { RunConfig } from './rig';
@@ -10,7 +12,7 @@ import { eventRate, throughput } from './throughput';
 import { fmt, fmtRate, formatTable } from './format';
 
 /** The suites, in the order they run. */
-export const SUITES = ['throughput', 'eventRate', 'latency', 'idle', 'memory', 'operators', 'stall'] as const;
+export const SUITES = ['throughput', 'eventRate', 'latency', 'idle', 'memory', 'operators', 'stall', 'messages'] as const;
 /** One benchmark suite. */
 export type Suite = (typeof SUITES)[number];
 
@@ -23,6 +25,7 @@ export interface Results {
   memory?: Awaited<ReturnType<typeof memory>>;
   operators?: Awaited<ReturnType<typeof operators>>;
   stall?: Awaited<ReturnType<typeof stall>>;
+  messages?: Awaited<ReturnType<typeof messages>>;
   idleCpuPercent?: number;
   rssGrowthMB?: number;
   allocsPerWc?: number;
@@ -37,8 +40,13 @@ export interface Results {
    * `postsFloor` (round trips only): the JS floor whose JS also makes two
    * Node-API calls per completion, as the handler's two posts (a receive,
    * the next send) must: no JS handler that posts can beat it.
+   * `verbsFloor` (the message layer's targets): the same ratio for the same
+   * work written straight on the raw verbs pipeline: the layer's wire
+   * format in the least JS (small messages), one RDMA READ per message
+   * (rendezvous). What the protocol or the device costs; the rest is the
+   * layer's own.
    */
-  targets: { name: string; target: string; value?: number; met: boolean; why?: string; floor?: number; jsFloor?: number; postsFloor?: number }[];
+  targets: { name: string; target: string; value?: number; met: boolean; why?: string; floor?: number; jsFloor?: number; postsFloor?: number; verbsFloor?: number }[];
 }
 
 export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results> {
@@ -72,6 +80,7 @@ export async function runBench(cfg: RunConfig, suites: Suite[]): Promise<Results
   }
   if (suites.includes('operators')) results.operators = await operators(cfg);
   if (suites.includes('stall')) results.stall = await stall(cfg);
+  if (suites.includes('messages')) results.messages = await messages(cfg);
   results.meta.seconds = (Date.now() - started) / 1000;
   results.meta.loadAverageAfter = os.loadavg();
   results.targets = targets(results);
@@ -85,7 +94,16 @@ const measured = (x: number | undefined): x is number => x !== undefined && !Num
  * (see Results['targets']); undefined when `value` was not measured. Also
  * used by bench/rxe-report.js for the rxe0 targets.
  */
-export function judge(name: string, target: string, value: number | undefined, met: (v: number) => boolean, floor?: number, jsFloor?: number, postsFloor?: number): Results['targets'][number] | undefined {
+export function judge(
+  name: string,
+  target: string,
+  value: number | undefined,
+  met: (v: number) => boolean,
+  floor?: number,
+  jsFloor?: number,
+  postsFloor?: number,
+  verbsFloor?: number,
+): Results['targets'][number] | undefined {
   if (!measured(value)) return undefined;
   return {
     name,
@@ -95,6 +113,7 @@ export function judge(name: string, target: string, value: number | undefined, m
     ...(measured(floor) ? { floor } : {}),
     ...(measured(jsFloor) ? { jsFloor } : {}),
     ...(measured(postsFloor) ? { postsFloor } : {}),
+    ...(measured(verbsFloor) ? { verbsFloor } : {}),
   };
 }
 
@@ -126,6 +145,11 @@ export function targets(r: Results): Results['targets'] {
   // p99.9, not max: on a shared machine the max is the scheduler's (the
   // idle baseline's max in the same run shows how much).
   add('registerMemory p99.9 while another context moves data (ms)', '< 10', r.stall?.busy.p999, (v) => v < 10);
+  const m = r.messages;
+  add('messages 64 B rate, layer / raw verbs', '>= 0.8', m?.rateToRaw, (v) => v >= 0.8, undefined, undefined, undefined, m?.protocolRateToRaw);
+  add('messages 64 B round trip p50, layer / raw verbs', '<= 1.2', m?.p50ToRaw, (v) => v <= 1.2, undefined, undefined, undefined, m?.protocolP50ToRaw);
+  add('rendezvous 1-16 MiB / Buffer.copy, worst size', '>= 0.5', m?.rendezvousToCopy, (v) => v >= 0.5, undefined, undefined, undefined, m?.readToCopyThere);
+  add('registrations in steady state (messages)', 'none (< 1)', m?.steady.registrations, (v) => v === 0);
   return t;
 }
 
@@ -260,13 +284,15 @@ export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): 
       ),
     );
   }
+  if (r.messages) out.push(...messagesTables(r.messages, writer));
   if (r.targets.length) {
     out.push(
       table(
         "\nTargets (Node-loop floor: the same ratio for the native baseline's work woken by Node's event loop, no JS; " +
           'JS floor: that work handing the completions to JS, one call per poll or completion; ' +
-          "with 2 posts: and the JS making two Node-API calls per completion, as a round trip's handler posting a receive and a send)",
-        ['target', 'goal', 'measured', 'met', 'Node-loop floor', 'JS floor', 'JS floor with 2 posts'],
+          "with 2 posts: and the JS making two Node-API calls per completion, as a round trip's handler posting a receive and a send; " +
+          "verbs floor: the same work straight on the raw verbs pipeline, the message layer's wire format in the least JS, or one RDMA READ per rendezvous)",
+        ['target', 'goal', 'measured', 'met', 'Node-loop floor', 'JS floor', 'JS floor with 2 posts', 'verbs floor'],
         r.targets.map((t) => [
           t.name,
           t.target,
@@ -275,6 +301,7 @@ export function formatResults(r: Results, writer: ResultsWriter = TEXT_WRITER): 
           t.floor === undefined ? '' : fmt(t.floor, 3),
           t.jsFloor === undefined ? '' : fmt(t.jsFloor, 3),
           t.postsFloor === undefined ? '' : fmt(t.postsFloor, 3),
+          t.verbsFloor === undefined ? '' : fmt(t.verbsFloor, 3),
         ]),
       ),
     );

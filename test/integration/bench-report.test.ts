@@ -12,7 +12,8 @@ import { goalOf } from '../../bench/suites/charts';
 import { logHistogram } from '../../bench/suites/histogram';
 import { main } from '../../bench/suites/main';
 import { renderPage } from '../../bench/suites/page';
-import { formatResults, type Results } from '../../bench/suites/report';
+import { fmtRate } from '../../bench/suites/format';
+import { formatResults, targets, type Results } from '../../bench/suites/report';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'bench-results.json');
 const fixture = (): Results => JSON.parse(fs.readFileSync(FIXTURE, 'utf8')) as Results;
@@ -124,7 +125,7 @@ describe('bench report page', () => {
 
   it('holds the printed tables and the run metadata, from the same results', () => {
     const r = fixture();
-    for (const caption of ['1. Throughput, WC/s', '2. Event rate', '3. Latency', '5. Memory', '6. Operators', '7. Stall', 'Targets']) {
+    for (const caption of ['1. Throughput, WC/s', '2. Event rate', '3. Latency', '5. Memory', '6. Operators', '7. Stall', '8. Messages of 64 B', '8b. Rendezvous', 'Targets']) {
       expect(page).toMatch(new RegExp(`<caption>${caption.replace(/[.,()]/g, '\\$&')}`));
     }
     expect(page).toContain(`<dt>date</dt><dd>${String(r.meta.date)}</dd>`);
@@ -145,6 +146,45 @@ describe('bench report page', () => {
     const row = text.split('\n').find((l) => /^\| 256 +\| +max \|.*ns\/WC/.test(l));
     expect(row).toBeDefined();
     expect(row!.split('|').map((c) => c.trim())).toEqual(['', '256', 'max', '0.00 (0.0 ns/WC)', '1.50 (18.0 ns/WC)', '']);
+  });
+
+  it('table 8: each message variant with its ratios to the raw pipeline and the native pair, rendezvous against Buffer.copy, the steady-state counts; the targets carry their verbs floor', () => {
+    const r = fixture();
+    const m = r.messages!;
+    const text = formatResults(r);
+    const cells = (label: string) => {
+      const row = text.split('\n').find((l) => l.startsWith(`| ${label} `));
+      expect(row).toBeDefined();
+      return row!.split('|').map((c) => c.trim()).slice(1, -1);
+    };
+    const layer = cells('layer (send / messages$)');
+    expect(layer[1]).toBe(fmtRate(m.rate.layer.rate));
+    expect(layer.slice(6)).toEqual([m.rateToRaw, m.p50ToRaw, m.rateToNative, m.p50ToNative].map((x) => x.toFixed(2)));
+    expect(cells('raw verbs (completions$ + posts)').slice(6, 8)).toEqual(['1.00', '1.00']);
+    expect(cells('native C++ pair, same wire format').slice(8)).toEqual(['1.00', '1.00']);
+    expect(cells('wire format, least JS (floor)').slice(6, 8)).toEqual([m.protocolRateToRaw, m.protocolP50ToRaw].map((x) => x.toFixed(2)));
+    // Rendezvous: one row per size, the layer one in flight and pipelined, the raw READ and Buffer.copy.
+    for (const x of m.rendezvous) {
+      expect(cells(`${x.bytes >> 20} MiB`).slice(2)).toEqual(
+        [x.layerBytesPerSecond / 1e9, x.pipelinedBytesPerSecond / 1e9, x.readBytesPerSecond / 1e9, x.copyBytesPerSecond / 1e9, x.ratio, x.pipelinedRatio, x.readRatio].map((v) => v.toFixed(2)),
+      );
+    }
+    expect(text).toContain(`8c. Steady state, both sides after their warm-up, over ${fmtRate(m.steady.messages)} messages: ${m.steady.registrations} registrations`);
+    // The targets: the two small-message ones with their floor, judged on the figures above.
+    const rate = cells('messages 64 B rate, layer / raw verbs').slice(1);
+    expect(rate).toEqual(['>= 0.8', m.rateToRaw.toFixed(3), m.rateToRaw >= 0.8 ? 'yes' : 'NO', '', '', '', m.protocolRateToRaw.toFixed(3)]);
+    expect(cells('messages 64 B round trip p50, layer / raw verbs')[7]).toBe(m.protocolP50ToRaw.toFixed(3));
+    // Rendezvous: judged at the worst size, with the raw READ's ratio there as its floor.
+    const worst = m.rendezvous.reduce((w, x) => (x.ratio < w.ratio ? x : w));
+    const big = cells('rendezvous 1-16 MiB / Buffer.copy, worst size');
+    expect([big[2], big[7]]).toEqual([worst.ratio.toFixed(3), worst.readRatio.toFixed(3)]);
+    expect(cells('registrations in steady state (messages)').slice(1, 4)).toEqual(['none (< 1)', m.steady.registrations.toFixed(3), m.steady.registrations === 0 ? 'yes' : 'NO']);
+    // The same judgement from the results alone (what --report-from relies on).
+    expect(targets(r).filter((t) => t.verbsFloor !== undefined).map((t) => t.name)).toEqual([
+      'messages 64 B rate, layer / raw verbs',
+      'messages 64 B round trip p50, layer / raw verbs',
+      'rendezvous 1-16 MiB / Buffer.copy, worst size',
+    ]);
   });
 
   it('renders in headless Chromium: every chart has drawn marks and its axis titles', () => {

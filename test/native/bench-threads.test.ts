@@ -44,6 +44,37 @@ describe('benchmark threads under hostile JavaScript', () => {
     }
   });
 
+  // The messages suite's C++ pair: its QPs have rnr_retry 0, so a credit
+  // slip would fail a completion (the run's error) rather than slow it.
+  itSoft('the native messages pair: rate moves every message on credits (CREDITs flow back), pingpong times every round trip; bad arguments are refused', () => {
+    const bench = benchAddon.load();
+    // Far more messages than the 70 receives either side posts.
+    const rate = bench.messagesPair({ mode: 'rate', count: 3000, warmup: 200, size: 64 });
+    expect(rate.error).toBeUndefined();
+    expect(rate.messages).toBe(3000);
+    expect(rate.seconds).toBeGreaterThan(0);
+    expect(rate.creditMessages).toBeGreaterThan(0);
+    const ping = bench.messagesPair({ mode: 'pingpong', count: 40, warmup: 4, size: 0 });
+    expect(ping.error).toBeUndefined();
+    const rtt = new Float64Array(ping.rtts!);
+    expect(rtt.length).toBe(40);
+    for (const us of rtt) expect(us).toBeGreaterThan(0);
+    // The addon's errors come from the main realm, not jest's: checked by name.
+    const refused = (args: unknown) => {
+      try {
+        bench.messagesPair(args as never);
+      } catch (e) {
+        return `${(e as Error).name}: ${(e as Error).message}`;
+      }
+      return 'accepted';
+    };
+    expect(refused({ mode: 'stream' })).toBe("RangeError: mode must be 'rate' or 'pingpong'");
+    expect(refused({ size: 8193 })).toMatch(/^RangeError: size must be an integer in \[0, 8192\]/);
+    expect(refused({ count: 0 })).toMatch(/^RangeError: count must be an integer/);
+    expect(refused({ warmup: 'x' })).toMatch(/^TypeError: warmup must be a number/);
+    expect(refused(5)).toBe('TypeError: args must be an object');
+  });
+
   itSoft("the native ping's modes: event, poll and spin each time every round trip; another mode is a RangeError", () => {
     const bench = benchAddon.load();
     for (const mode of ['event', 'poll', 'spin'] as const) {
