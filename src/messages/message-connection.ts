@@ -1,19 +1,21 @@
 import { asapScheduler, asyncScheduler, defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
 import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
+import { wcStatusName } from '../core/constants';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
-import type { WcBatch, WorkCompletion } from '../core/wc-batch';
+import type { WcBatch } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
 import type { VerbsResources } from '../cm/native-port';
 import type { MessageTransport, TransportMr as Mr } from './transport';
+import { RingQueue } from '../observables/ring-queue';
 import { CreditWindow, receivesFor } from './credits';
 import { LentSource } from './lent-source';
 import { Message } from './message';
 import type { ResolvedMessageOptions } from './options';
 import { ReceivePool } from './receive-pool';
 import { RegistrationCache } from './registration-cache';
-import { FLAG, HEADER_BYTES, readHeader, RENDEZVOUS_BYTES, Setup, TYPE, writeHeader } from './wire';
+import { FLAG, HEADER_BYTES, RENDEZVOUS_BYTES, Setup, TYPE, writeHeader } from './wire';
 
 /** A request that arrived on `requests$`: answer it once with `reply()` or `fail()`, and release it. */
 export class IncomingRequest extends Message {
@@ -98,9 +100,15 @@ interface Read {
   dest?: Mr;
 }
 
-/** wr_ids of our sends: kind in the high bits, the slot or read below. */
-const SEND_KIND = 2 ** 32;
-const READ_KIND = 2 * 2 ** 32;
+/**
+ * wr_ids in 32 bits (read without a BigInt: `wrIdLow`): a receive's is its
+ * slot, a send's SEND_KIND + its slot, a READ's READ_KIND + its number. An
+ * error completion's opcode is not defined (ibverbs), so the wr_id alone
+ * tells which queue a completion belongs to.
+ */
+const SEND_KIND = 0x40000000;
+const READ_KIND = 0x80000000;
+const READ_NUMBERS = 0x40000000;
 
 /**
  * The message layer on one connection (DESIGN §10): messages of any size
@@ -128,9 +136,15 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private readonly receives: number;
   private credits: CreditWindow | undefined;
   private peer: Setup | undefined;
-  private readonly early: WorkCompletion[] = [];
-  private readonly outgoing: Outgoing[] = [];
-  private readonly urgent: Outgoing[] = [];
+  /** Receives completed before the peer's set-up was known: slot and length. */
+  private readonly early: Array<[number, number]> = [];
+  /** Slots released this turn, reposted together (one postRecv). */
+  private readonly toRepost: number[] = [];
+  private repostQueued = false;
+  /** One giveBack per receive slot, made once (no closure per message). */
+  private readonly slotRelease: Array<() => void> = [];
+  private readonly outgoing = new RingQueue<Outgoing>();
+  private readonly urgent = new RingQueue<Outgoing>();
   private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
   private readonly reads = new Map<number, Read>();
   private readonly readQueue: Read[] = [];
@@ -181,8 +195,14 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.recvView = new DataView(this.recvMr.buffer.buffer, this.recvMr.buffer.byteOffset, this.recvMr.buffer.byteLength);
     this.sendView = new DataView(this.sendMr.buffer.buffer, this.sendMr.buffer.byteOffset, this.sendMr.buffer.byteLength);
     for (let i = this.receives - 1; i >= 0; i--) this.freeSlots.push(i);
+    for (let i = 0; i < this.receives; i++) {
+      this.slotRelease.push(() => {
+        this.counters.lent--;
+        this.repost(i);
+      });
+    }
     this.cache = new RegistrationCache(pd);
-    this.pool = new ReceivePool(pd);
+    this.pool = new ReceivePool(pd, options.reads);
     this.messagesSource = new LentSource<Message>(this.bufferOptions());
     this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions());
     const wrs = [];
@@ -357,7 +377,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.peer = setup;
     this.credits = new CreditWindow(this.opts.depth, setup.depth);
     const early = this.early.splice(0);
-    for (const wc of early) this.received(wc);
+    for (const [slot, byteLen] of early) this.received(slot, 0, byteLen);
     this.pump();
   }
 
@@ -392,6 +412,18 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     const peerMax = this.peer?.maxMessage ?? Infinity;
     if (bytes.length > peerMax) return Promise.reject(new RangeError(`the message is ${bytes.length} bytes; the peer takes at most ${peerMax}`));
     const type = bytes.length > this.opts.maxEager ? TYPE.RENDEZVOUS : TYPE.EAGER;
+    const credits = this.credits;
+    // Nothing queued and room now: post at once; an eager message is copied, so it is done.
+    if (type === TYPE.EAGER && credits && !this.pumping && this.outgoing.length === 0 && this.urgent.length === 0 && this.freeSlots.length > 0 && credits.canSendData) {
+      try {
+        this.post({ type, flags, id, bytes, resolve: noop, reject: noop });
+      } catch (err) {
+        this.fail(err);
+        return Promise.reject(this.closedError());
+      }
+      return Promise.resolve();
+    }
+    if (credits && !credits.canSendData) this.counters.creditStalls++;
     return new Promise<void>((resolve, reject) => {
       this.outgoing.push({ type, flags, id, bytes, resolve, reject });
       this.pump();
@@ -405,14 +437,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     try {
       const credits = this.credits;
       for (const queue of [this.urgent, this.outgoing]) {
-        while (queue.length > 0 && this.freeSlots.length > 0) {
-          if (!credits.canSendData) {
-            this.counters.creditStalls++;
-            break;
-          }
-          const item = queue.shift()!;
-          this.post(item);
-        }
+        while (queue.length > 0 && this.freeSlots.length > 0 && credits.canSendData) this.post(queue.shift()!);
         if (queue.length > 0) break;
       }
       if (credits.creditDue && credits.canSendCredit && this.freeSlots.length > 0) {
@@ -471,54 +496,60 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
 
   // ---- completions ----------------------------------------------------------------
 
+  /** A wake-up's completions, read in place (no object per completion). */
   private completions(batch: WcBatch): void {
-    for (const wc of batch) {
-      if (wc.opcode === 'RECV') {
-        if (!this.credits && wc.status === 'SUCCESS') this.early.push(wc);
-        else this.received(wc);
+    const n = batch.length;
+    for (let i = 0; i < n; i++) {
+      const wrId = batch.wrIdLow(i);
+      const status = batch.statusAt(i);
+      if (wrId < SEND_KIND) {
+        if (!this.credits && status === 0) this.early.push([wrId, batch.byteLenAt(i)]);
+        else this.received(wrId, status, batch.byteLenAt(i));
       } else {
-        this.sendDone(wc);
+        this.sendDone(wrId, status);
       }
     }
     this.pump();
   }
 
-  private sendDone(wc: WorkCompletion): void {
-    const wrId = Number(wc.wrId);
+  private sendDone(wrId: number, status: number): void {
     if (wrId >= READ_KIND) {
-      this.readDone(wrId - READ_KIND, wc);
+      this.readDone(wrId - READ_KIND, status);
       return;
     }
     this.freeSlots.push(wrId - SEND_KIND);
-    if (wc.status !== 'SUCCESS' && !this.ended) this.fail(new MessagesClosedError(`A send completed ${wc.status}`));
+    if (status !== 0 && !this.ended) this.fail(new MessagesClosedError(`A send completed ${wcStatusName(status)}`));
   }
 
-  private received(wc: WorkCompletion): void {
-    const slot = Number(wc.wrId);
+  private received(slot: number, status: number, byteLen: number): void {
     this.posted--;
-    if (wc.status !== 'SUCCESS') {
-      if (!this.ended) this.fail(new MessagesClosedError(`A receive completed ${wc.status}`));
+    if (status !== 0) {
+      if (!this.ended) this.fail(new MessagesClosedError(`A receive completed ${wcStatusName(status)}`));
       return;
     }
     if (this.ended) return;
     const at = slot * this.slotBytes;
-    if (wc.byteLen < HEADER_BYTES) return this.protocol(`a message of ${wc.byteLen} bytes, shorter than a header`);
-    const h = readHeader(this.recvView, at);
-    if (this.credits!.granted(h.grant)) this.pumpSoon();
-    switch (h.type) {
+    if (byteLen < HEADER_BYTES) return this.protocol(`a message of ${byteLen} bytes, shorter than a header`);
+    const v = this.recvView;
+    const type = v.getUint8(at);
+    const flags = v.getUint8(at + 1);
+    const id = v.getUint32(at + 8, true);
+    const length = v.getUint32(at + 12, true);
+    if (this.credits!.granted(v.getUint32(at + 4, true))) this.pumpSoon();
+    switch (type) {
       case TYPE.EAGER: {
-        if (h.length > this.opts.maxEager || wc.byteLen !== HEADER_BYTES + h.length) {
-          return this.protocol(`an eager message of ${h.length} bytes in ${wc.byteLen} (maxEager ${this.opts.maxEager})`);
+        if (length > this.opts.maxEager || byteLen !== HEADER_BYTES + length) {
+          return this.protocol(`an eager message of ${length} bytes in ${byteLen} (maxEager ${this.opts.maxEager})`);
         }
-        const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
-        this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
+        const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length);
+        this.deliver(data, flags, id, false, this.slotRelease[slot]);
         return;
       }
       case TYPE.RENDEZVOUS: {
-        if (h.length !== RENDEZVOUS_BYTES || wc.byteLen !== HEADER_BYTES + RENDEZVOUS_BYTES) return this.protocol('a rendezvous descriptor of the wrong size');
+        if (length !== RENDEZVOUS_BYTES || byteLen !== HEADER_BYTES + RENDEZVOUS_BYTES) return this.protocol('a rendezvous descriptor of the wrong size');
         const read: Read = {
-          id: h.id,
-          flags: h.flags,
+          id,
+          flags,
           addr: this.recvView.getBigUint64(at + HEADER_BYTES, true),
           rkey: this.recvView.getUint32(at + HEADER_BYTES + 8, true),
           length: this.recvView.getUint32(at + HEADER_BYTES + 12, true),
@@ -532,9 +563,9 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       }
       case TYPE.DONE: {
         this.repost(slot);
-        const waiting = this.awaitingDone.get(h.id);
-        if (!waiting) return this.protocol(`DONE for rendezvous ${h.id}, which is not in flight`);
-        this.awaitingDone.delete(h.id);
+        const waiting = this.awaitingDone.get(id);
+        if (!waiting) return this.protocol(`DONE for rendezvous ${id}, which is not in flight`);
+        this.awaitingDone.delete(id);
         waiting.release();
         waiting.resolve();
         return;
@@ -543,7 +574,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
         this.repost(slot);
         return;
       default:
-        return this.protocol(`a message of type ${h.type}`);
+        return this.protocol(`a message of type ${type}`);
     }
   }
 
@@ -559,7 +590,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       return;
     }
     const n = this.nextRead;
-    this.nextRead = this.nextRead >= 0xffffffff ? 1 : this.nextRead + 1;
+    this.nextRead = this.nextRead >= READ_NUMBERS - 1 ? 1 : this.nextRead + 1;
     read.dest = this.pool.take(read.length);
     this.reads.set(n, read);
     this.res.qp.postSend({
@@ -570,22 +601,25 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     });
   }
 
-  private readDone(n: number, wc: WorkCompletion): void {
+  private readDone(n: number, status: number): void {
     const read = this.reads.get(n);
     if (!read) return;
     this.reads.delete(n);
     const dest = read.dest!;
-    if (wc.status !== 'SUCCESS' || this.ended) {
+    if (status !== 0 || this.ended) {
       // The device is done with it either way: it may go back.
       this.pool.give(dest);
-      if (!this.ended) this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`));
+      if (!this.ended) this.fail(new MessagesClosedError(`A rendezvous READ completed ${wcStatusName(status)}`));
       return;
     }
     this.queueDone(read.id, 0);
     const next = this.readQueue.shift();
     if (next) this.startRendezvous(next);
     const data = dest.buffer.subarray(0, read.length);
-    this.deliver(data, read.flags, read.reqId, true, () => this.pool.give(dest));
+    this.deliver(data, read.flags, read.reqId, true, () => {
+      this.counters.lent--;
+      this.pool.give(dest);
+    });
   }
 
   private queueDone(id: number, flags: number): void {
@@ -598,10 +632,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.counters.bytesReceived += data.length;
     if (rendezvous) this.counters.rendezvousReceived++;
     this.counters.lent++;
-    const back = () => {
-      this.counters.lent--;
-      giveBack();
-    };
+    const back = giveBack;
     if (flags & FLAG.RESPONSE) {
       const waiting = this.pendingRequests.get(id);
       const message = new Message(data, id, rendezvous, back);
@@ -624,17 +655,29 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.messagesSource.deliver(new Message(data, 0, rendezvous, back));
   }
 
+  /** A receive slot is free again: reposted with the others freed this turn (one postRecv). */
   private repost(slot: number): void {
     if (this.ended) return;
+    this.toRepost.push(slot);
+    if (this.repostQueued) return;
+    this.repostQueued = true;
+    asapScheduler.schedule(() => this.flushReposts());
+  }
+
+  private flushReposts(): void {
+    this.repostQueued = false;
+    const slots = this.toRepost.splice(0);
+    if (this.ended || slots.length === 0) return;
+    const wrs = slots.map((slot) => ({ wrId: slot, sg: { mr: this.recvMr, offset: slot * this.slotBytes, length: this.slotBytes } }));
     try {
-      this.res.qp.postRecv({ wrId: slot, sg: { mr: this.recvMr, offset: slot * this.slotBytes, length: this.slotBytes } });
+      this.res.qp.postRecv(wrs);
     } catch (err) {
       this.fail(err);
       return;
     }
-    this.posted++;
-    this.credits?.reposted(1);
-    if (this.credits?.creditDue) this.pumpSoon();
+    this.posted += slots.length;
+    this.credits?.reposted(slots.length);
+    if (this.credits?.creditDue) this.pump();
   }
 
   // ---- ends -----------------------------------------------------------------------
@@ -662,7 +705,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.ended = true;
     this.failure = err;
     const error = this.closedError();
-    for (const item of [...this.urgent.splice(0), ...this.outgoing.splice(0)]) item.reject(error);
+    for (const queue of [this.urgent, this.outgoing]) while (queue.length > 0) queue.shift()!.reject(error);
     for (const w of [...this.awaitingDone.values()]) {
       w.release();
       w.reject(error);

@@ -9,17 +9,26 @@ import type { TransportMr, TransportPd } from './transport';
 export class ReceivePool {
   private readonly free = new Map<number, TransportMr[]>();
   private freeBytes = 0;
+  /** The largest size class taken so far: `reads + 1` of it are kept whatever `keepBytes` says. */
+  private largest = 0;
   /** Buffers allocated and registered. */
   allocations = 0;
 
+  /**
+   * @param reads READs in flight at once: that many buffers and the one
+   *   being delivered are kept even past `keepBytes`, so a steady stream of
+   *   large messages registers nothing.
+   */
   constructor(
     private readonly pd: TransportPd,
+    private readonly reads = 4,
     private readonly keepBytes = 64 << 20,
   ) {}
 
   /** A buffer of at least `length` bytes. */
   take(length: number): TransportMr {
     const size = sizeClass(length);
+    if (size > this.largest) this.largest = size;
     const list = this.free.get(size);
     const mr = list?.pop();
     if (mr) {
@@ -34,7 +43,7 @@ export class ReceivePool {
   give(mr: TransportMr): void {
     if (mr.closed) return;
     const size = mr.length;
-    if (this.freeBytes + size > this.keepBytes) {
+    if (this.freeBytes + size > Math.max(this.keepBytes, (this.reads + 1) * this.largest)) {
       mr.close();
       return;
     }

@@ -132,6 +132,7 @@
             "../../bench/native/module.cc",
             "../../bench/native/loop_consumers.cc",
             "../../bench/native/machine_costs.cc",
+            "../../bench/native/messages.cc",
             "../../bench/native/ping.cc",
             "../../bench/native/producer.cc"
           ]
