@@ -315,8 +315,11 @@ Napi::Value PingLoopStart(const Napi::CallbackInfo& info) {
     raw->pair->rig.cq->req_notify(false);
     int rc = raw->poll.Start();
     if (rc != 0) throw VerbsError(-rc, "uv_poll_start");
+    // No Service() here: the CQ was armed before the first send, so its
+    // completion raises an event and OnReadable takes it, in a later turn.
+    // Polling now could hand JS a completion before this returns the handle
+    // that JS needs to close the loop from onCompletion.
     raw->pair->Send();
-    raw->Service();
   });
   return handle;
 }
