@@ -73,7 +73,7 @@ export interface MessageStats {
   cacheHits: number;
   /** Rendezvous receive buffers allocated (and registered). */
   receiveBuffers: number;
-  /** Messages lent to consumers and not yet released. */
+  /** Messages received and not yet released: held by consumers, or waiting in `messages$` / `requests$` for one. */
   lent: number;
   /** Receives posted now (the pool's buffers not lent and not in flight). */
   posted: number;
