@@ -2,12 +2,14 @@ import { defer, EMPTY, from, isObservable, Observable, of, Subscription, firstVa
 import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
+import { BufferOverflowError, WorkCompletionError } from '../core/errors';
 import type { WcBatch, WorkCompletion } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
 import type { VerbsResources } from '../cm/native-port';
 import type { Mr } from '../verbs/mr';
-import { CreditWindow, receivesFor } from './credits';
+import { CreditWindow, receivesFor, rendezvousWindow } from './credits';
+import { headerProblem } from './header-check';
 import { LentSource } from './lent-source';
 import { Message } from './message';
 import type { ResolvedMessageOptions } from './options';
@@ -77,6 +79,14 @@ export interface MessageStats {
   posted: number;
   /** Late replies dropped (their request was cancelled or timed out). */
   lateReplies: number;
+  /**
+   * Messages released by the layer instead of a consumer: dropped by a
+   * `'dropOldest'` / `'dropNewest'` buffer, or arriving for a source that
+   * had failed (its `'error'` buffer overflowed).
+   */
+  dropped: number;
+  /** Sends, requests and replies that failed because the layer ended before they were done. */
+  failed: number;
 }
 
 interface Outgoing {
@@ -84,6 +94,8 @@ interface Outgoing {
   flags: number;
   id: number;
   bytes: Uint8Array;
+  /** `bytes.length` when it was queued: a buffer detached since reads shorter. */
+  length: number;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -95,6 +107,8 @@ interface Read {
   addr: bigint;
   rkey: number;
   length: number;
+  /** The receive the descriptor came in: it stays with the message until released. */
+  slot: number;
   dest?: Mr;
 }
 
@@ -126,6 +140,8 @@ export class MessageConnection extends ThreadBound {
   private readonly sendView: DataView;
   private readonly freeSlots: number[] = [];
   private readonly receives: number;
+  /** Rendezvous sends awaiting DONE at most (the peer reserves receives for their DONEs). */
+  private readonly window: number;
   private credits: CreditWindow | undefined;
   private peer: Setup | undefined;
   private readonly early: WorkCompletion[] = [];
@@ -158,6 +174,8 @@ export class MessageConnection extends ThreadBound {
     creditStalls: 0,
     lent: 0,
     lateReplies: 0,
+    dropped: 0,
+    failed: 0,
   };
   private posted = 0;
 
@@ -168,6 +186,7 @@ export class MessageConnection extends ThreadBound {
     this.res = resources;
     const { pd, qp } = resources;
     this.receives = receivesFor(options.depth);
+    this.window = rendezvousWindow(options.depth);
     const cap = qp.cap;
     const sendWrs = this.receives + options.reads;
     if (cap.maxRecvWr < this.receives || cap.maxSendWr < sendWrs) {
@@ -183,8 +202,8 @@ export class MessageConnection extends ThreadBound {
     for (let i = this.receives - 1; i >= 0; i--) this.freeSlots.push(i);
     this.cache = new RegistrationCache(pd);
     this.pool = new ReceivePool(pd);
-    this.messagesSource = new LentSource<Message>(this.bufferOptions());
-    this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions());
+    this.messagesSource = new LentSource<Message>(this.bufferOptions(), () => this.overflowed('messages$'));
+    this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions(), () => this.overflowed('requests$'));
     const wrs = [];
     for (let i = 0; i < this.receives; i++) wrs.push({ wrId: i, sg: { mr: this.recvMr, offset: i * this.slotBytes, length: this.slotBytes } });
     qp.postRecv(wrs);
@@ -194,13 +213,13 @@ export class MessageConnection extends ThreadBound {
       this.subscriptions.push(
         cq.completions$.subscribe({
           next: (batch) => this.completions(batch),
-          error: (err: unknown) => this.end(err),
+          error: (err: unknown) => this.fail(new MessagesClosedError('The connection failed', err)),
         }),
       );
     }
   }
 
-  /** The buffer options of the two sources, with a drop handler that releases what it drops. */
+  /** The buffer options of the two sources, with a drop handler that releases (and counts) what it drops. */
   private bufferOptions() {
     const given = this.opts.buffer;
     if (!given?.onDropped) return given as undefined;
@@ -208,12 +227,18 @@ export class MessageConnection extends ThreadBound {
     return {
       ...given,
       onDropped: (m: Message) => {
+        this.counters.dropped++;
         m.release();
         user(m);
       },
     };
   }
 
+  /** A source's `'error'` buffer overflowed: it takes nothing more, so the layer cannot go on. */
+  private overflowed(which: string): void {
+    const highWaterMark = this.opts.buffer?.highWaterMark ?? 1024;
+    this.fail(new MessagesClosedError(`${which} overflowed (more than ${highWaterMark} messages waiting, overflow 'error')`, new BufferOverflowError(highWaterMark)));
+  }
   /**
    * Hot source of the peer's messages (not requests nor replies), exactly
    * once, with `tryTake()` and `take()`. Release each message when done
@@ -266,8 +291,9 @@ export class MessageConnection extends ThreadBound {
   /**
    * One request and its reply, as a cold Observable: each subscription
    * sends the request; the reply (a {@link Message}, to release) comes as
-   * its one value. Unsubscribing cancels: a reply that comes later is
-   * dropped and its buffer returned; a large reply is then never READ.
+   * its one value. Unsubscribing cancels: a request still waiting for
+   * credits is not sent at all; a reply that comes later is dropped and
+   * its buffer returned; a large reply is then never READ.
    *
    * ```
    * request$(q):   ----r|        the peer's serve() answered
@@ -296,13 +322,16 @@ export class MessageConnection extends ThreadBound {
         },
       });
       const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.pendingRequests.get(id)?.error(new RequestTimeoutError(timeoutMs)), timeoutMs);
-      this.enqueue(data, FLAG.REQUEST, id).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
+      let queued: Outgoing | undefined;
+      this.enqueue(data, FLAG.REQUEST, id, (item) => (queued = item)).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
       return () => {
         if (timer) clearTimeout(timer);
         this.pendingRequests.delete(id);
+        if (queued) this.unqueue(queued);
       };
     });
   }
+
 
   /** {@link MessageConnection.request$} as a Promise of the reply. */
   request(data: Uint8Array | string, options?: RequestOptions): Promise<Message> {
@@ -350,20 +379,29 @@ export class MessageConnection extends ThreadBound {
     this.destroy();
   }
 
+
   // ---- set-up ---------------------------------------------------------------------
 
   /** @internal The peer's set-up is known: sends may start, early receives are handled. */
   peerKnown(setup: Setup): void {
     this.peer = setup;
     this.credits = new CreditWindow(this.opts.depth, setup.depth);
-    const early = this.early.splice(0);
-    for (const wc of early) this.received(wc);
+    for (const wc of this.early.splice(0)) this.handle(wc);
     this.pump();
   }
 
-  /** @internal The connection is established: its end ends the layer. */
+  /**
+   * @internal The connection is established: its end ends the layer. When
+   * the peer already broke the protocol during the set-up, the connection
+   * is closed and this throws why.
+   */
   attach(connection: Connection): this {
     this.connection = connection;
+    if (this.ended) {
+      connection.close();
+      this.destroy();
+      throw this.failure instanceof Error ? this.failure : this.closedError();
+    }
     connection.disconnected$.subscribe({
       next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
       error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err)),
@@ -383,7 +421,8 @@ export class MessageConnection extends ThreadBound {
 
   // ---- sending --------------------------------------------------------------------
 
-  private enqueue(data: Uint8Array | string, flags: number, id: number): Promise<void> {
+  /** Queues one message; `queued` sees its entry (a request may take it back). */
+  private enqueue(data: Uint8Array | string, flags: number, id: number, queued?: (item: Outgoing) => void): Promise<void> {
     let bytes: Uint8Array;
     if (typeof data === 'string') bytes = Buffer.from(data, 'utf8');
     else if (data instanceof Uint8Array) bytes = data;
@@ -392,31 +431,50 @@ export class MessageConnection extends ThreadBound {
     const peerMax = this.peer?.maxMessage ?? Infinity;
     if (bytes.length > peerMax) return Promise.reject(new RangeError(`the message is ${bytes.length} bytes; the peer takes at most ${peerMax}`));
     const type = bytes.length > this.opts.maxEager ? TYPE.RENDEZVOUS : TYPE.EAGER;
+    if (type === TYPE.RENDEZVOUS) {
+      // The device reads it where it is: its memory must stay put.
+      const backing = bytes.buffer as ArrayBufferLike & { resizable?: boolean; growable?: boolean };
+      if (backing.resizable === true || backing.growable === true) {
+        return Promise.reject(new TypeError(`a message over maxEager (${this.opts.maxEager} bytes) is read from its own memory, which must not be resizable or growable`));
+      }
+    }
     return new Promise<void>((resolve, reject) => {
-      this.outgoing.push({ type, flags, id, bytes, resolve, reject });
+      const item: Outgoing = { type, flags, id, bytes, length: bytes.length, resolve, reject };
+      queued?.(item);
+      this.outgoing.push(item);
       this.pump();
     });
   }
 
-  /** Posts what can go now, in order: DONEs first, then messages; then a CREDIT if one is due. */
+  /** A cancelled request that has not gone yet: it need not go. */
+  private unqueue(item: Outgoing): void {
+    const at = this.outgoing.indexOf(item);
+    if (at < 0) return;
+    this.outgoing.splice(at, 1);
+    item.resolve();
+  }
+
+  /**
+   * Posts what can go now, in order: DONEs first (they may use the
+   * reserve), then messages while credits last and, for a rendezvous,
+   * while fewer than the window await DONE; then a CREDIT if one is due.
+   */
   private pump(): void {
     if (this.pumping || this.ended || !this.credits) return;
     this.pumping = true;
     try {
       const credits = this.credits;
-      for (const queue of [this.urgent, this.outgoing]) {
-        while (queue.length > 0 && this.freeSlots.length > 0) {
-          if (!credits.canSendData) {
-            this.counters.creditStalls++;
-            break;
-          }
-          const item = queue.shift()!;
-          this.post(item);
+      while (this.urgent.length > 0 && this.freeSlots.length > 0 && credits.canSendControl) this.post(this.urgent.shift()!);
+      while (this.urgent.length === 0 && this.outgoing.length > 0 && this.freeSlots.length > 0) {
+        if (!credits.canSendData) {
+          this.counters.creditStalls++;
+          break;
         }
-        if (queue.length > 0) break;
+        if (this.outgoing[0].type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
+        this.post(this.outgoing.shift()!);
       }
-      if (credits.creditDue && credits.canSendCredit && this.freeSlots.length > 0) {
-        this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+      if (credits.creditDue && credits.canSendControl && this.freeSlots.length > 0) {
+        this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
         this.counters.creditMessages++;
       }
     } catch (err) {
@@ -436,7 +494,21 @@ export class MessageConnection extends ThreadBound {
     });
   }
 
+  /** Posts one SEND; a message whose memory cannot be used now fails alone, before it takes a slot. */
   private post(item: Outgoing): void {
+    if (item.bytes.length !== item.length) {
+      item.reject(new TypeError(`the message's buffer was detached before it was sent (${item.length} bytes were queued)`));
+      return;
+    }
+    let exposed: ReturnType<RegistrationCache['acquire']> | undefined;
+    if (item.type === TYPE.RENDEZVOUS) {
+      try {
+        exposed = this.cache.acquire(item.bytes);
+      } catch (err) {
+        item.reject(err);
+        return;
+      }
+    }
     const slot = this.freeSlots.pop()!;
     const at = slot * this.slotBytes;
     let length = 0;
@@ -444,8 +516,8 @@ export class MessageConnection extends ThreadBound {
     if (item.type === TYPE.EAGER) {
       length = item.bytes.length;
       this.sendMr.buffer.set(item.bytes, at + HEADER_BYTES);
-    } else if (item.type === TYPE.RENDEZVOUS) {
-      const { mr, addr, entry } = this.cache.acquire(item.bytes);
+    } else if (exposed) {
+      const { mr, addr, entry } = exposed;
       const rendezvous = this.nextRendezvous;
       this.nextRendezvous = this.nextRendezvous >= 0xffffffff ? 1 : this.nextRendezvous + 1;
       this.sendView.setBigUint64(at + HEADER_BYTES, addr, true);
@@ -473,14 +545,20 @@ export class MessageConnection extends ThreadBound {
 
   private completions(batch: WcBatch): void {
     for (const wc of batch) {
-      if (wc.opcode === 'RECV') {
-        if (!this.credits && wc.status === 'SUCCESS') this.early.push(wc);
-        else this.received(wc);
-      } else {
-        this.sendDone(wc);
-      }
+      if (wc.opcode === 'RECV' && !this.credits && wc.status === 'SUCCESS') this.early.push(wc);
+      else this.handle(wc);
     }
     this.pump();
+  }
+
+  /** One completion; whatever goes wrong in it ends the layer, never the process. */
+  private handle(wc: WorkCompletion): void {
+    try {
+      if (wc.opcode === 'RECV') this.received(wc);
+      else this.sendDone(wc);
+    } catch (err) {
+      this.fail(err);
+    }
   }
 
   private sendDone(wc: WorkCompletion): void {
@@ -490,32 +568,35 @@ export class MessageConnection extends ThreadBound {
       return;
     }
     this.freeSlots.push(wrId - SEND_KIND);
-    if (wc.status !== 'SUCCESS' && !this.ended) this.fail(new MessagesClosedError(`A send completed ${wc.status}`));
+    if (wc.status !== 'SUCCESS') this.fail(new MessagesClosedError(`A send completed ${wc.status}`, new WorkCompletionError(wc)));
   }
 
   private received(wc: WorkCompletion): void {
     const slot = Number(wc.wrId);
     this.posted--;
     if (wc.status !== 'SUCCESS') {
-      if (!this.ended) this.fail(new MessagesClosedError(`A receive completed ${wc.status}`));
+      const cause = new WorkCompletionError(wc);
+      // A SEND longer than a receive: the peer sent what was never agreed.
+      if (wc.status === 'LOC_LEN_ERR') this.protocol(`a SEND longer than ${this.slotBytes} bytes (maxEager ${this.opts.maxEager})`, cause);
+      else this.fail(new MessagesClosedError(`A receive completed ${wc.status}`, cause));
       return;
     }
     if (this.ended) return;
     const at = slot * this.slotBytes;
     if (wc.byteLen < HEADER_BYTES) return this.protocol(`a message of ${wc.byteLen} bytes, shorter than a header`);
     const h = readHeader(this.recvView, at);
-    if (this.credits!.granted(h.grant)) this.pumpSoon();
+    const problem = headerProblem(h, wc.byteLen, this.opts.maxEager);
+    if (problem) return this.protocol(problem);
+    const credits = this.credits!;
+    if (!credits.possible(h.grant)) return this.protocol(`a grant of ${h.grant} receives, which it cannot have posted`);
+    if (credits.granted(h.grant)) this.pumpSoon();
     switch (h.type) {
       case TYPE.EAGER: {
-        if (h.length > this.opts.maxEager || wc.byteLen !== HEADER_BYTES + h.length) {
-          return this.protocol(`an eager message of ${h.length} bytes in ${wc.byteLen} (maxEager ${this.opts.maxEager})`);
-        }
         const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
         this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
         return;
       }
       case TYPE.RENDEZVOUS: {
-        if (h.length !== RENDEZVOUS_BYTES || wc.byteLen !== HEADER_BYTES + RENDEZVOUS_BYTES) return this.protocol('a rendezvous descriptor of the wrong size');
         const read: Read = {
           id: h.id,
           flags: h.flags,
@@ -523,10 +604,11 @@ export class MessageConnection extends ThreadBound {
           rkey: this.recvView.getUint32(at + HEADER_BYTES + 8, true),
           length: this.recvView.getUint32(at + HEADER_BYTES + 12, true),
           reqId: this.recvView.getUint32(at + HEADER_BYTES + 16, true),
+          slot,
         };
-        this.repost(slot);
         if (read.length > this.opts.maxMessage) return this.protocol(`a message of ${read.length} bytes; this side takes at most ${this.opts.maxMessage}`);
         if (read.length <= this.opts.maxEager) return this.protocol(`a rendezvous of ${read.length} bytes, within maxEager`);
+        if ((read.flags === 0) !== (read.reqId === 0)) return this.protocol(`a rendezvous with flags ${read.flags} and request id ${read.reqId}`);
         this.startRendezvous(read);
         return;
       }
@@ -539,18 +621,22 @@ export class MessageConnection extends ThreadBound {
         waiting.resolve();
         return;
       }
-      case TYPE.CREDIT:
+      default: // CREDIT: the grant was all
         this.repost(slot);
         return;
-      default:
-        return this.protocol(`a message of type ${h.type}`);
     }
   }
 
-  /** A RENDEZVOUS arrived: READ it, unless it answers a request nobody waits for. */
+  /**
+   * A RENDEZVOUS arrived: READ it, unless it answers a request nobody waits
+   * for. Its receive stays taken until the message is released, as an
+   * eager one's does, so a consumer that holds messages holds the peer's
+   * credits, whatever their size.
+   */
   private startRendezvous(read: Read): void {
     if (read.flags & FLAG.RESPONSE && !this.pendingRequests.has(read.reqId)) {
       this.counters.lateReplies++;
+      this.repost(read.slot);
       this.queueDone(read.id, FLAG.CANCELLED);
       return;
     }
@@ -578,18 +664,21 @@ export class MessageConnection extends ThreadBound {
     if (wc.status !== 'SUCCESS' || this.ended) {
       // The device is done with it either way: it may go back.
       this.pool.give(dest);
-      if (!this.ended) this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`));
+      if (wc.status !== 'SUCCESS') this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`, new WorkCompletionError(wc)));
       return;
     }
     this.queueDone(read.id, 0);
     const next = this.readQueue.shift();
     if (next) this.startRendezvous(next);
     const data = dest.buffer.subarray(0, read.length);
-    this.deliver(data, read.flags, read.reqId, true, () => this.pool.give(dest));
+    this.deliver(data, read.flags, read.reqId, true, () => {
+      this.pool.give(dest);
+      this.repost(read.slot);
+    });
   }
 
   private queueDone(id: number, flags: number): void {
-    this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+    this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
   }
 
   /** Hands a received message to whoever takes it: a waiting request, `requests$` or `messages$`. */
@@ -639,8 +728,8 @@ export class MessageConnection extends ThreadBound {
 
   // ---- ends -----------------------------------------------------------------------
 
-  private protocol(what: string): void {
-    this.fail(new MessageProtocolError(`The peer broke the message protocol: ${what}`));
+  private protocol(what: string, cause?: unknown): void {
+    this.fail(new MessageProtocolError(`The peer broke the message protocol: ${what}`, cause === undefined ? undefined : { cause }));
   }
 
   /** The layer fails: everything pending fails typed, the connection is closed. */
@@ -661,18 +750,35 @@ export class MessageConnection extends ThreadBound {
     this.ended = true;
     this.failure = err;
     const error = this.closedError();
-    for (const item of [...this.urgent.splice(0), ...this.outgoing.splice(0)]) item.reject(error);
+    // A request counts once: as a request, not also as its unsent message.
+    for (const item of [...this.urgent.splice(0), ...this.outgoing.splice(0)]) {
+      if (item.type !== TYPE.DONE && !(item.flags & FLAG.REQUEST)) this.counters.failed++;
+      item.reject(error);
+    }
     for (const w of [...this.awaitingDone.values()]) {
       w.release();
+      this.counters.failed++;
       w.reject(error);
     }
     this.awaitingDone.clear();
-    for (const p of [...this.pendingRequests.values()]) p.error(error);
+    for (const p of [...this.pendingRequests.values()]) {
+      this.counters.failed++;
+      p.error(error);
+    }
     this.pendingRequests.clear();
+    this.readQueue.length = 0;
     // A clean end completes the sources, a failure errors them; what arrived stays takeable first.
     const clean = err instanceof MessagesClosedError && err.cause === undefined;
     for (const lent of [this.messagesSource, this.requestsSource] as LentSource<Message>[]) {
-      for (const m of lent.drain()) lent.source.push(m);
+      for (const m of lent.drain()) {
+        if (lent.source.terminated === undefined) {
+          lent.source.push(m);
+        } else {
+          // A source that failed (overflow) takes nothing: the layer releases it.
+          this.counters.dropped++;
+          m.release();
+        }
+      }
       if (clean) lent.source.complete();
       else lent.source.error(err instanceof MessageProtocolError ? err : error);
     }

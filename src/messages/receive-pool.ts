@@ -10,6 +10,7 @@ import type { Pd } from '../verbs/pd';
 export class ReceivePool {
   private readonly free = new Map<number, Mr[]>();
   private freeBytes = 0;
+  private closed = false;
   /** Buffers allocated and registered. */
   allocations = 0;
 
@@ -31,11 +32,11 @@ export class ReceivePool {
     return this.pd.allocMemory(size, { access: ['LOCAL_WRITE'] });
   }
 
-  /** A buffer from {@link ReceivePool.take} is free again. */
+  /** A buffer from {@link ReceivePool.take} is free again (deregistered once the pool is closed). */
   give(mr: Mr): void {
     if (mr.closed) return;
     const size = mr.length;
-    if (this.freeBytes + size > this.keepBytes) {
+    if (this.closed || this.freeBytes + size > this.keepBytes) {
       mr.close();
       return;
     }
@@ -45,8 +46,16 @@ export class ReceivePool {
     this.freeBytes += size;
   }
 
-  /** Deregisters every free buffer. */
+  /** Buffers free now (taken and given back). */
+  get idle(): number {
+    let n = 0;
+    for (const list of this.free.values()) n += list.length;
+    return n;
+  }
+
+  /** Deregisters every free buffer, and every one given back later. */
   close(): void {
+    this.closed = true;
     for (const list of this.free.values()) for (const mr of list) mr.close();
     this.free.clear();
     this.freeBytes = 0;
