@@ -6,19 +6,30 @@
  * Every SEND takes one of the receives the peer posted; every header
  * carries the sender's *grant*, how many receives it has posted for its
  * peer in all. So `free = peer's grant - SENDs sent` is exact, whatever kind
- * of message used the receives. Data (EAGER, RENDEZVOUS, DONE) may only go
- * while `free > reserve`; a CREDIT message (a header alone, to return
- * receives when there is no data to carry the grant) may use the reserve.
+ * of message used the receives. Data (EAGER, RENDEZVOUS) may only go while
+ * `free > reserve`; control messages may use the reserve: a CREDIT (a
+ * header alone, to return receives when there is no data to carry the
+ * grant) and a DONE (the READ of a rendezvous is over).
  *
- * Why that cannot lock up: a side sends a CREDIT when it owes at least
- * `threshold` receives (reposted, not yet announced). Receives it owes come
- * from the peer's messages: its data, which the consumer releases (at most
- * `depth` outstanding, so at most depth / threshold CREDITs), and the
- * peer's own CREDITs (each reposted at once: one owed receive, fewer than
- * the threshold of 2 or more, so CREDITs answer each other less and less
- * and die out). A side can therefore send at most depth / threshold + 1
- * CREDITs before a message of the peer (every one carries a grant) frees
- * its reserve again; the reserve is that plus one.
+ * Why DONE may not wait like data: the peer's receives may all be held by
+ * messages its consumer keeps until its own sends settle (`serve()` keeps
+ * a request until its reply has gone), and a rendezvous send settles on
+ * the DONE. Were DONE data, each side would wait for the other. So a side
+ * keeps at most `rendezvousWindow(depth)` rendezvous awaiting DONE, and
+ * reserves that many receives for the DONEs.
+ *
+ * Why the reserve cannot run out: a side sends a CREDIT when it owes at
+ * least `threshold` receives (reposted, not yet announced). Between two
+ * messages of the peer (each carries a grant, which frees the reserve
+ * again), receives it owes come only from its consumer releasing the
+ * peer's data (at most `depth` outstanding, so at most depth / threshold
+ * CREDITs, plus one for what was owed before), and the DONEs it owes
+ * answer the peer's rendezvous (at most the peer's window: a new one would
+ * carry a grant). The peer reposts the receives of CREDITs and DONEs at
+ * once, and answers them with a CREDIT of its own once they reach its
+ * threshold (2 or more, so CREDITs answer each other less and less and die
+ * out). The reserve is depth / threshold + 2 for CREDITs and the window
+ * for DONEs.
  */
 
 /** Receives owed before a CREDIT goes out without data to ride on. */
@@ -26,9 +37,14 @@ export function creditThreshold(depth: number): number {
   return Math.max(2, Math.floor(depth / 4));
 }
 
-/** Receives a side keeps beyond `depth` for CREDIT messages (see the module comment). */
+/** Rendezvous sends a side with this `depth` keeps awaiting DONE at most (see the module comment). */
+export function rendezvousWindow(depth: number): number {
+  return Math.min(depth, 16);
+}
+
+/** Receives a side keeps beyond `depth` for CREDIT and DONE messages (see the module comment). */
 export function creditReserve(depth: number): number {
-  return Math.ceil(depth / creditThreshold(depth)) + 2;
+  return Math.ceil(depth / creditThreshold(depth)) + 2 + rendezvousWindow(depth);
 }
 
 /** Receives a side posts in all for a peer: `depth` for data and the reserve. */
@@ -43,6 +59,8 @@ const diff = (a: number, b: number) => (a - b) | 0;
 export class CreditWindow {
   /** The peer's last grant: receives it posted for us, in all. */
   private peerPosted: number;
+  /** The receives the peer posted first (it announced its depth at set-up). */
+  private readonly peerFirst: number;
   /** SENDs we posted, in all. */
   private sent = 0;
   /** Receives we posted for the peer, in all. */
@@ -62,6 +80,7 @@ export class CreditWindow {
     this.posted = receivesFor(ourDepth);
     this.announced = this.posted;
     this.peerPosted = receivesFor(peerDepth);
+    this.peerFirst = this.peerPosted;
     this.reserve = creditReserve(peerDepth);
     this.threshold = creditThreshold(ourDepth);
   }
@@ -76,8 +95,8 @@ export class CreditWindow {
     return this.free > this.reserve;
   }
 
-  /** Whether a CREDIT may go now. */
-  get canSendCredit(): boolean {
+  /** Whether a control message (CREDIT, DONE) may go now: it may use the reserve. */
+  get canSendControl(): boolean {
     return this.free >= 1;
   }
 
@@ -91,7 +110,16 @@ export class CreditWindow {
     return this.owed >= this.threshold;
   }
 
-  /** A header arrived with `grant`; returns whether it freed receives. */
+  /**
+   * Whether the peer can have sent `grant`: never less than its last one
+   * (headers arrive in order), and never more receives than it can have
+   * posted: its first ones and one repost for each SEND of ours.
+   */
+  possible(grant: number): boolean {
+    return diff(grant, this.peerPosted) >= 0 && diff(grant, this.sent) <= this.peerFirst;
+  }
+
+  /** A header arrived with `grant` (a {@link CreditWindow.possible} one); returns whether it freed receives. */
   granted(grant: number): boolean {
     if (diff(grant, this.peerPosted) <= 0) return false;
     this.peerPosted = grant;

@@ -13,12 +13,20 @@ export class LentSource<T> {
   private readonly waiting = new RingQueue<T>();
   private running = false;
 
-  constructor(options: HotSourceOptions<T> | undefined) {
+  /**
+   * @param options the source's buffer options.
+   * @param overflowed called once when the source failed on its own: its
+   *   `'error'` strategy overflowed. It takes nothing more after that.
+   */
+  constructor(
+    options: HotSourceOptions<T> | undefined,
+    private readonly overflowed: () => void,
+  ) {
     this.source = new HotSource<T>(
       {
         start: () => {
           this.running = true;
-          while (this.running && this.waiting.length > 0) this.source.push(this.waiting.shift() as T);
+          while (this.running && this.waiting.length > 0) this.push(this.waiting.shift() as T);
         },
         stop: () => {
           this.running = false;
@@ -36,7 +44,7 @@ export class LentSource<T> {
 
   /** One item arrived. */
   deliver(item: T): void {
-    if (this.running && this.waiting.length === 0) this.source.push(item);
+    if (this.running && this.waiting.length === 0) this.push(item);
     else this.waiting.push(item);
   }
 
@@ -45,5 +53,12 @@ export class LentSource<T> {
     const out: T[] = [];
     while (this.waiting.length > 0) out.push(this.waiting.shift() as T);
     return out;
+  }
+
+  private push(item: T): void {
+    const before = this.source.terminated;
+    this.source.push(item);
+    // Only an overflow fails the source from inside push(); the layer ends it otherwise.
+    if (before === undefined && this.source.terminated === 'error') this.overflowed();
   }
 }

@@ -1,21 +1,22 @@
 import { asapScheduler, asyncScheduler, defer, EMPTY, from, isObservable, Observable, of, Subscription, firstValueFrom } from 'rxjs';
 import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
-import { wcStatusName } from '../core/constants';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
-import type { WcBatch } from '../core/wc-batch';
+import { BufferOverflowError, WorkCompletionError } from '../core/errors';
+import type { WcBatch, WorkCompletion } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
 import type { VerbsResources } from '../cm/native-port';
 import type { MessageTransport, TransportMr as Mr } from './transport';
 import { RingQueue } from '../observables/ring-queue';
-import { CreditWindow, receivesFor } from './credits';
+import { CreditWindow, receivesFor, rendezvousWindow } from './credits';
+import { headerProblem } from './header-check';
 import { LentSource } from './lent-source';
 import { Message } from './message';
 import type { ResolvedMessageOptions } from './options';
 import { ReceivePool } from './receive-pool';
 import { RegistrationCache } from './registration-cache';
-import { FLAG, HEADER_BYTES, RENDEZVOUS_BYTES, Setup, TYPE, writeHeader } from './wire';
+import { FLAG, HEADER_BYTES, readHeader, RENDEZVOUS_BYTES, Setup, TYPE, writeHeader } from './wire';
 
 /** A request that arrived on `requests$`: answer it once with `reply()` or `fail()`, and release it. */
 export class IncomingRequest extends Message {
@@ -79,6 +80,14 @@ export interface MessageStats {
   posted: number;
   /** Late replies dropped (their request was cancelled or timed out). */
   lateReplies: number;
+  /**
+   * Messages released by the layer instead of a consumer: dropped by a
+   * `'dropOldest'` / `'dropNewest'` buffer, or arriving for a source that
+   * had failed (its `'error'` buffer overflowed).
+   */
+  dropped: number;
+  /** Sends, requests and replies that failed because the layer ended before they were done. */
+  failed: number;
 }
 
 interface Outgoing {
@@ -86,6 +95,8 @@ interface Outgoing {
   flags: number;
   id: number;
   bytes: Uint8Array;
+  /** `bytes.length` when it was queued: a buffer detached since reads shorter. */
+  length: number;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -97,6 +108,8 @@ interface Read {
   addr: bigint;
   rkey: number;
   length: number;
+  /** The receive the descriptor came in: it stays with the message until released. */
+  slot: number;
   dest?: Mr;
 }
 
@@ -134,6 +147,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private readonly sendView: DataView;
   private readonly freeSlots: number[] = [];
   private readonly receives: number;
+  /** Rendezvous sends awaiting DONE at most (the peer reserves receives for their DONEs). */
+  private readonly window: number;
   private credits: CreditWindow | undefined;
   private peer: Setup | undefined;
   /** Receives completed before the peer's set-up was known: slot and length. */
@@ -141,8 +156,6 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   /** Slots released this turn, reposted together (one postRecv). */
   private readonly toRepost: number[] = [];
   private repostQueued = false;
-  /** One giveBack per receive slot, made once (no closure per message). */
-  private readonly slotRelease: Array<() => void> = [];
   private readonly outgoing = new RingQueue<Outgoing>();
   private readonly urgent = new RingQueue<Outgoing>();
   private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
@@ -172,6 +185,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     creditStalls: 0,
     lent: 0,
     lateReplies: 0,
+    dropped: 0,
+    failed: 0,
   };
   private posted = 0;
 
@@ -182,6 +197,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.res = resources;
     const { pd, qp } = resources;
     this.receives = receivesFor(options.depth);
+    this.window = rendezvousWindow(options.depth);
     const cap = qp.cap;
     const sendWrs = this.receives + options.reads;
     if (cap.maxRecvWr < this.receives || cap.maxSendWr < sendWrs) {
@@ -195,16 +211,10 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.recvView = new DataView(this.recvMr.buffer.buffer, this.recvMr.buffer.byteOffset, this.recvMr.buffer.byteLength);
     this.sendView = new DataView(this.sendMr.buffer.buffer, this.sendMr.buffer.byteOffset, this.sendMr.buffer.byteLength);
     for (let i = this.receives - 1; i >= 0; i--) this.freeSlots.push(i);
-    for (let i = 0; i < this.receives; i++) {
-      this.slotRelease.push(() => {
-        this.counters.lent--;
-        this.repost(i);
-      });
-    }
     this.cache = new RegistrationCache(pd);
     this.pool = new ReceivePool(pd, options.reads);
-    this.messagesSource = new LentSource<Message>(this.bufferOptions());
-    this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions());
+    this.messagesSource = new LentSource<Message>(this.bufferOptions(), () => this.overflowed('messages$'));
+    this.requestsSource = new LentSource<IncomingRequest>(this.bufferOptions(), () => this.overflowed('requests$'));
     const wrs = [];
     for (let i = 0; i < this.receives; i++) wrs.push({ wrId: i, sg: { mr: this.recvMr, offset: i * this.slotBytes, length: this.slotBytes } });
     qp.postRecv(wrs);
@@ -214,13 +224,13 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       this.subscriptions.push(
         cq.completions$.subscribe({
           next: (batch) => this.completions(batch),
-          error: (err: unknown) => this.end(err, false),
+          error: (err: unknown) => this.fail(new MessagesClosedError('The connection failed', err)),
         }),
       );
     }
   }
 
-  /** The buffer options of the two sources, with a drop handler that releases what it drops. */
+  /** The buffer options of the two sources, with a drop handler that releases (and counts) what it drops. */
   private bufferOptions() {
     const given = this.opts.buffer;
     if (!given?.onDropped) return given as undefined;
@@ -228,12 +238,18 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     return {
       ...given,
       onDropped: (m: Message) => {
+        this.counters.dropped++;
         m.release();
         user(m);
       },
     };
   }
 
+  /** A source's `'error'` buffer overflowed: it takes nothing more, so the layer cannot go on. */
+  private overflowed(which: string): void {
+    const highWaterMark = this.opts.buffer?.highWaterMark ?? 1024;
+    this.fail(new MessagesClosedError(`${which} overflowed (more than ${highWaterMark} messages waiting, overflow 'error')`, new BufferOverflowError(highWaterMark)));
+  }
   /**
    * Hot source of the peer's messages (not requests nor replies), exactly
    * once, with `tryTake()` and `take()`. Release each message when done
@@ -286,8 +302,9 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   /**
    * One request and its reply, as a cold Observable: each subscription
    * sends the request; the reply (a {@link Message}, to release) comes as
-   * its one value. Unsubscribing cancels: a reply that comes later is
-   * dropped and its buffer returned; a large reply is then never READ.
+   * its one value. Unsubscribing cancels: a request still waiting for
+   * credits is not sent at all; a reply that comes later is dropped and
+   * its buffer returned; a large reply is then never READ.
    *
    * ```
    * request$(q):   ----r|        the peer's serve() answered
@@ -316,13 +333,16 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
         },
       });
       const timer = timeoutMs === undefined ? undefined : asyncScheduler.schedule(() => this.pendingRequests.get(id)?.error(new RequestTimeoutError(timeoutMs)), timeoutMs);
-      this.enqueue(data, FLAG.REQUEST, id).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
+      let queued: Outgoing | undefined;
+      this.enqueue(data, FLAG.REQUEST, id, (item) => (queued = item)).catch((err: unknown) => this.pendingRequests.get(id)?.error(err));
       return () => {
         timer?.unsubscribe();
         this.pendingRequests.delete(id);
+        if (queued) this.unqueue(queued);
       };
     });
   }
+
 
   /** {@link MessageConnection.request$} as a Promise of the reply. */
   request(data: Uint8Array | string, options?: RequestOptions): Promise<Message> {
@@ -365,10 +385,11 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
    * `release()` does nothing any more. Idempotent.
    */
   close(): void {
-    this.end(new MessagesClosedError('The message connection was closed'), true);
+    this.end(new MessagesClosedError('The message connection was closed'));
     this.connection?.close();
     this.destroy();
   }
+
 
   // ---- set-up ---------------------------------------------------------------------
 
@@ -376,17 +397,25 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   peerKnown(setup: Setup): void {
     this.peer = setup;
     this.credits = new CreditWindow(this.opts.depth, setup.depth);
-    const early = this.early.splice(0);
-    for (const [slot, byteLen] of early) this.received(slot, 0, byteLen);
+    for (const [slot, byteLen] of this.early.splice(0)) this.completionOk(slot, byteLen);
     this.pump();
   }
 
-  /** @internal The connection is established: its end ends the layer. */
+  /**
+   * @internal The connection is established: its end ends the layer. When
+   * the peer already broke the protocol during the set-up, the connection
+   * is closed and this throws why.
+   */
   attach<C extends MessageTransport>(connection: Connection<C>): MessageConnection<C> {
     this.connection = connection as unknown as Connection<R>;
+    if (this.ended) {
+      connection.close();
+      this.destroy();
+      throw this.failure instanceof Error ? this.failure : this.closedError();
+    }
     connection.disconnected$.subscribe({
-      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed'), true),
-      error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err), false),
+      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
+      error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err)),
     });
     return this as unknown as MessageConnection<C>;
   }
@@ -403,7 +432,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
 
   // ---- sending --------------------------------------------------------------------
 
-  private enqueue(data: Uint8Array | string, flags: number, id: number): Promise<void> {
+  /** Queues one message; `queued` sees its entry (a request may take it back). */
+  private enqueue(data: Uint8Array | string, flags: number, id: number, queued?: (item: Outgoing) => void): Promise<void> {
     let bytes: Uint8Array;
     if (typeof data === 'string') bytes = Buffer.from(data, 'utf8');
     else if (data instanceof Uint8Array) bytes = data;
@@ -412,11 +442,18 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     const peerMax = this.peer?.maxMessage ?? Infinity;
     if (bytes.length > peerMax) return Promise.reject(new RangeError(`the message is ${bytes.length} bytes; the peer takes at most ${peerMax}`));
     const type = bytes.length > this.opts.maxEager ? TYPE.RENDEZVOUS : TYPE.EAGER;
+    if (type === TYPE.RENDEZVOUS) {
+      // The device reads it where it is: its memory must stay put.
+      const backing = bytes.buffer as ArrayBufferLike & { resizable?: boolean; growable?: boolean };
+      if (backing.resizable === true || backing.growable === true) {
+        return Promise.reject(new TypeError(`a message over maxEager (${this.opts.maxEager} bytes) is read from its own memory, which must not be resizable or growable`));
+      }
+    }
     const credits = this.credits;
     // Nothing queued and room now: post at once; an eager message is copied, so it is done.
     if (type === TYPE.EAGER && credits && !this.pumping && this.outgoing.length === 0 && this.urgent.length === 0 && this.freeSlots.length > 0 && credits.canSendData) {
       try {
-        this.post({ type, flags, id, bytes, resolve: noop, reject: noop });
+        this.post({ type, flags, id, bytes, length: bytes.length, resolve: noop, reject: noop });
       } catch (err) {
         this.fail(err);
         return Promise.reject(this.closedError());
@@ -425,23 +462,37 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     }
     if (credits && !credits.canSendData) this.counters.creditStalls++;
     return new Promise<void>((resolve, reject) => {
-      this.outgoing.push({ type, flags, id, bytes, resolve, reject });
+      const item: Outgoing = { type, flags, id, bytes, length: bytes.length, resolve, reject };
+      queued?.(item);
+      this.outgoing.push(item);
       this.pump();
     });
   }
 
-  /** Posts what can go now, in order: DONEs first, then messages; then a CREDIT if one is due. */
+  /** A cancelled request that has not gone yet: it need not go. */
+  private unqueue(item: Outgoing): void {
+    if (!this.outgoing.remove(item)) return;
+    item.resolve();
+  }
+
+  /**
+   * Posts what can go now, in order: DONEs first (they may use the
+   * reserve), then messages while credits last and, for a rendezvous,
+   * while fewer than the window await DONE; then a CREDIT if one is due.
+   */
   private pump(): void {
     if (this.pumping || this.ended || !this.credits) return;
     this.pumping = true;
     try {
       const credits = this.credits;
-      for (const queue of [this.urgent, this.outgoing]) {
-        while (queue.length > 0 && this.freeSlots.length > 0 && credits.canSendData) this.post(queue.shift()!);
-        if (queue.length > 0) break;
+      while (this.urgent.length > 0 && this.freeSlots.length > 0 && credits.canSendControl) this.post(this.urgent.shift()!);
+      while (this.urgent.length === 0 && this.outgoing.length > 0 && this.freeSlots.length > 0) {
+        if (!credits.canSendData) break;
+        if (this.outgoing.peek()!.type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
+        this.post(this.outgoing.shift()!);
       }
-      if (credits.creditDue && credits.canSendCredit && this.freeSlots.length > 0) {
-        this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+      if (credits.creditDue && credits.canSendControl && this.freeSlots.length > 0) {
+        this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
         this.counters.creditMessages++;
       }
     } catch (err) {
@@ -451,17 +502,32 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     }
   }
 
-  /** Schedules one pump for the end of this turn (many releases, one CREDIT check): asap, a microtask, or later in the frame in virtual time. */
+  /** Schedules one pump for the end of this turn (many releases, one CREDIT check). */
   private pumpSoon(): void {
     if (this.pumpQueued) return;
     this.pumpQueued = true;
+    // asap: a microtask, or later in the same frame in virtual time.
     asapScheduler.schedule(() => {
       this.pumpQueued = false;
       this.pump();
     });
   }
 
+  /** Posts one SEND; a message whose memory cannot be used now fails alone, before it takes a slot. */
   private post(item: Outgoing): void {
+    if (item.bytes.length !== item.length) {
+      item.reject(new TypeError(`the message's buffer was detached before it was sent (${item.length} bytes were queued)`));
+      return;
+    }
+    let exposed: ReturnType<RegistrationCache['acquire']> | undefined;
+    if (item.type === TYPE.RENDEZVOUS) {
+      try {
+        exposed = this.cache.acquire(item.bytes);
+      } catch (err) {
+        item.reject(err);
+        return;
+      }
+    }
     const slot = this.freeSlots.pop()!;
     const at = slot * this.slotBytes;
     let length = 0;
@@ -469,8 +535,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     if (item.type === TYPE.EAGER) {
       length = item.bytes.length;
       this.sendMr.buffer.set(item.bytes, at + HEADER_BYTES);
-    } else if (item.type === TYPE.RENDEZVOUS) {
-      const { mr, addr, entry } = this.cache.acquire(item.bytes);
+    } else if (exposed) {
+      const { mr, addr, entry } = exposed;
       const rendezvous = this.nextRendezvous;
       this.nextRendezvous = this.nextRendezvous >= 0xffffffff ? 1 : this.nextRendezvous + 1;
       this.sendView.setBigUint64(at + HEADER_BYTES, addr, true);
@@ -496,92 +562,113 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
 
   // ---- completions ----------------------------------------------------------------
 
-  /** A wake-up's completions, read in place (no object per completion). */
+  /** A wake-up's completions, successful ones read in place (no object per completion). */
   private completions(batch: WcBatch): void {
     const n = batch.length;
     for (let i = 0; i < n; i++) {
       const wrId = batch.wrIdLow(i);
-      const status = batch.statusAt(i);
-      if (wrId < SEND_KIND) {
-        if (!this.credits && status === 0) this.early.push([wrId, batch.byteLenAt(i)]);
-        else this.received(wrId, status, batch.byteLenAt(i));
+      if (batch.statusAt(i) !== 0) {
+        this.completionFailed(batch.at(i)!);
+      } else if (wrId < SEND_KIND && !this.credits) {
+        this.early.push([wrId, batch.byteLenAt(i)]);
       } else {
-        this.sendDone(wrId, status);
+        this.completionOk(wrId, batch.byteLenAt(i));
       }
     }
     this.pump();
   }
 
-  private sendDone(wrId: number, status: number): void {
-    if (wrId >= READ_KIND) {
-      this.readDone(wrId - READ_KIND, status);
-      return;
+  /** One successful completion; whatever goes wrong in it ends the layer, never the process. */
+  private completionOk(wrId: number, byteLen: number): void {
+    try {
+      if (wrId < SEND_KIND) this.received(wrId, byteLen);
+      else if (wrId >= READ_KIND) this.readDone(wrId - READ_KIND);
+      else this.freeSlots.push(wrId - SEND_KIND);
+    } catch (err) {
+      this.fail(err);
     }
-    this.freeSlots.push(wrId - SEND_KIND);
-    if (status !== 0 && !this.ended) this.fail(new MessagesClosedError(`A send completed ${wcStatusName(status)}`));
   }
 
-  private received(slot: number, status: number, byteLen: number): void {
-    this.posted--;
-    if (status !== 0) {
-      if (!this.ended) this.fail(new MessagesClosedError(`A receive completed ${wcStatusName(status)}`));
-      return;
+  /** One failed completion (its opcode is undefined: the wr_id says whose it is). */
+  private completionFailed(wc: WorkCompletion): void {
+    const wrId = Number(wc.wrId);
+    const cause = new WorkCompletionError(wc);
+    if (wrId < SEND_KIND) {
+      this.posted--;
+      // A SEND longer than a receive: the peer sent what was never agreed.
+      if (wc.status === 'LOC_LEN_ERR') this.protocol(`a SEND longer than ${this.slotBytes} bytes (maxEager ${this.opts.maxEager})`, cause);
+      else this.fail(new MessagesClosedError(`A receive completed ${wc.status}`, cause));
+    } else if (wrId >= READ_KIND) {
+      const read = this.reads.get(wrId - READ_KIND);
+      if (!read) return;
+      this.reads.delete(wrId - READ_KIND);
+      // The device is done with it: it may go back.
+      this.pool.give(read.dest!);
+      this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`, cause));
+    } else {
+      this.freeSlots.push(wrId - SEND_KIND);
+      this.fail(new MessagesClosedError(`A send completed ${wc.status}`, cause));
     }
+  }
+
+  private received(slot: number, byteLen: number): void {
+    this.posted--;
     if (this.ended) return;
     const at = slot * this.slotBytes;
     if (byteLen < HEADER_BYTES) return this.protocol(`a message of ${byteLen} bytes, shorter than a header`);
-    const v = this.recvView;
-    const type = v.getUint8(at);
-    const flags = v.getUint8(at + 1);
-    const id = v.getUint32(at + 8, true);
-    const length = v.getUint32(at + 12, true);
-    if (this.credits!.granted(v.getUint32(at + 4, true))) this.pumpSoon();
-    switch (type) {
+    const h = readHeader(this.recvView, at);
+    const problem = headerProblem(h, byteLen, this.opts.maxEager);
+    if (problem) return this.protocol(problem);
+    const credits = this.credits!;
+    if (!credits.possible(h.grant)) return this.protocol(`a grant of ${h.grant} receives, which it cannot have posted`);
+    if (credits.granted(h.grant)) this.pumpSoon();
+    switch (h.type) {
       case TYPE.EAGER: {
-        if (length > this.opts.maxEager || byteLen !== HEADER_BYTES + length) {
-          return this.protocol(`an eager message of ${length} bytes in ${byteLen} (maxEager ${this.opts.maxEager})`);
-        }
-        const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length);
-        this.deliver(data, flags, id, false, this.slotRelease[slot]);
+        const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
+        this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
         return;
       }
       case TYPE.RENDEZVOUS: {
-        if (length !== RENDEZVOUS_BYTES || byteLen !== HEADER_BYTES + RENDEZVOUS_BYTES) return this.protocol('a rendezvous descriptor of the wrong size');
         const read: Read = {
-          id,
-          flags,
+          id: h.id,
+          flags: h.flags,
           addr: this.recvView.getBigUint64(at + HEADER_BYTES, true),
           rkey: this.recvView.getUint32(at + HEADER_BYTES + 8, true),
           length: this.recvView.getUint32(at + HEADER_BYTES + 12, true),
           reqId: this.recvView.getUint32(at + HEADER_BYTES + 16, true),
+          slot,
         };
-        this.repost(slot);
         if (read.length > this.opts.maxMessage) return this.protocol(`a message of ${read.length} bytes; this side takes at most ${this.opts.maxMessage}`);
         if (read.length <= this.opts.maxEager) return this.protocol(`a rendezvous of ${read.length} bytes, within maxEager`);
+        if ((read.flags === 0) !== (read.reqId === 0)) return this.protocol(`a rendezvous with flags ${read.flags} and request id ${read.reqId}`);
         this.startRendezvous(read);
         return;
       }
       case TYPE.DONE: {
         this.repost(slot);
-        const waiting = this.awaitingDone.get(id);
-        if (!waiting) return this.protocol(`DONE for rendezvous ${id}, which is not in flight`);
-        this.awaitingDone.delete(id);
+        const waiting = this.awaitingDone.get(h.id);
+        if (!waiting) return this.protocol(`DONE for rendezvous ${h.id}, which is not in flight`);
+        this.awaitingDone.delete(h.id);
         waiting.release();
         waiting.resolve();
         return;
       }
-      case TYPE.CREDIT:
+      default: // CREDIT: the grant was all
         this.repost(slot);
         return;
-      default:
-        return this.protocol(`a message of type ${type}`);
     }
   }
 
-  /** A RENDEZVOUS arrived: READ it, unless it answers a request nobody waits for. */
+  /**
+   * A RENDEZVOUS arrived: READ it, unless it answers a request nobody waits
+   * for. Its receive stays taken until the message is released, as an
+   * eager one's does, so a consumer that holds messages holds the peer's
+   * credits, whatever their size.
+   */
   private startRendezvous(read: Read): void {
     if (read.flags & FLAG.RESPONSE && !this.pendingRequests.has(read.reqId)) {
       this.counters.lateReplies++;
+      this.repost(read.slot);
       this.queueDone(read.id, FLAG.CANCELLED);
       return;
     }
@@ -601,15 +688,14 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     });
   }
 
-  private readDone(n: number, status: number): void {
+  private readDone(n: number): void {
     const read = this.reads.get(n);
     if (!read) return;
     this.reads.delete(n);
     const dest = read.dest!;
-    if (status !== 0 || this.ended) {
-      // The device is done with it either way: it may go back.
+    if (this.ended) {
+      // The device is done with it: it may go back.
       this.pool.give(dest);
-      if (!this.ended) this.fail(new MessagesClosedError(`A rendezvous READ completed ${wcStatusName(status)}`));
       return;
     }
     this.queueDone(read.id, 0);
@@ -617,13 +703,13 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     if (next) this.startRendezvous(next);
     const data = dest.buffer.subarray(0, read.length);
     this.deliver(data, read.flags, read.reqId, true, () => {
-      this.counters.lent--;
       this.pool.give(dest);
+      this.repost(read.slot);
     });
   }
 
   private queueDone(id: number, flags: number): void {
-    this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), resolve: noop, reject: noop });
+    this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
   }
 
   /** Hands a received message to whoever takes it: a waiting request, `requests$` or `messages$`. */
@@ -632,7 +718,10 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.counters.bytesReceived += data.length;
     if (rendezvous) this.counters.rendezvousReceived++;
     this.counters.lent++;
-    const back = giveBack;
+    const back = () => {
+      this.counters.lent--;
+      giveBack();
+    };
     if (flags & FLAG.RESPONSE) {
       const waiting = this.pendingRequests.get(id);
       const message = new Message(data, id, rendezvous, back);
@@ -682,14 +771,14 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
 
   // ---- ends -----------------------------------------------------------------------
 
-  private protocol(what: string): void {
-    this.fail(new MessageProtocolError(`The peer broke the message protocol: ${what}`));
+  private protocol(what: string, cause?: unknown): void {
+    this.fail(new MessageProtocolError(`The peer broke the message protocol: ${what}`, cause === undefined ? undefined : { cause }));
   }
 
   /** The layer fails: everything pending fails typed, the connection is closed. */
   private fail(err: unknown): void {
     if (this.ended) return;
-    this.end(err, false);
+    this.end(err);
     this.connection?.close();
   }
 
@@ -699,23 +788,40 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     return new MessagesClosedError(undefined, f);
   }
 
-  /** The layer ends: `clean` for a close or a disconnect (the sources complete), else a failure (they error). */
-  private end(err: unknown, clean: boolean): void {
+  private end(err: unknown): void {
     if (this.ended) return;
     this.ended = true;
     this.failure = err;
     const error = this.closedError();
-    for (const queue of [this.urgent, this.outgoing]) while (queue.length > 0) queue.shift()!.reject(error);
+    // A request counts once: as a request, not also as its unsent message.
+    for (const item of [...this.urgent.drain(), ...this.outgoing.drain()]) {
+      if (item.type !== TYPE.DONE && !(item.flags & FLAG.REQUEST)) this.counters.failed++;
+      item.reject(error);
+    }
     for (const w of [...this.awaitingDone.values()]) {
       w.release();
+      this.counters.failed++;
       w.reject(error);
     }
     this.awaitingDone.clear();
-    for (const p of [...this.pendingRequests.values()]) p.error(error);
+    for (const p of [...this.pendingRequests.values()]) {
+      this.counters.failed++;
+      p.error(error);
+    }
     this.pendingRequests.clear();
+    this.readQueue.length = 0;
     // A clean end completes the sources, a failure errors them; what arrived stays takeable first.
+    const clean = err instanceof MessagesClosedError && err.cause === undefined;
     for (const lent of [this.messagesSource, this.requestsSource] as LentSource<Message>[]) {
-      for (const m of lent.drain()) lent.source.push(m);
+      for (const m of lent.drain()) {
+        if (lent.source.terminated === undefined) {
+          lent.source.push(m);
+        } else {
+          // A source that failed (overflow) takes nothing: the layer releases it.
+          this.counters.dropped++;
+          m.release();
+        }
+      }
       if (clean) lent.source.complete();
       else lent.source.error(err instanceof MessageProtocolError ? err : error);
     }

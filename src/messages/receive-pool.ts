@@ -1,4 +1,4 @@
-import type { TransportMr, TransportPd } from './transport';
+import type { TransportMr as Mr, TransportPd as Pd } from './transport';
 
 /**
  * Registered buffers that rendezvous READs land in, by power-of-two size
@@ -7,8 +7,9 @@ import type { TransportMr, TransportPd } from './transport';
  * beyond that is deregistered.
  */
 export class ReceivePool {
-  private readonly free = new Map<number, TransportMr[]>();
+  private readonly free = new Map<number, Mr[]>();
   private freeBytes = 0;
+  private closed = false;
   /** The largest size class taken so far: `reads + 1` of it are kept whatever `keepBytes` says. */
   private largest = 0;
   /** Buffers allocated and registered. */
@@ -20,13 +21,13 @@ export class ReceivePool {
    *   large messages registers nothing.
    */
   constructor(
-    private readonly pd: TransportPd,
+    private readonly pd: Pd,
     private readonly reads = 4,
     private readonly keepBytes = 64 << 20,
   ) {}
 
   /** A buffer of at least `length` bytes. */
-  take(length: number): TransportMr {
+  take(length: number): Mr {
     const size = sizeClass(length);
     if (size > this.largest) this.largest = size;
     const list = this.free.get(size);
@@ -39,11 +40,11 @@ export class ReceivePool {
     return this.pd.allocMemory(size, { access: ['LOCAL_WRITE'] });
   }
 
-  /** A buffer from {@link ReceivePool.take} is free again. */
-  give(mr: TransportMr): void {
+  /** A buffer from {@link ReceivePool.take} is free again (deregistered once the pool is closed). */
+  give(mr: Mr): void {
     if (mr.closed) return;
     const size = mr.length;
-    if (this.freeBytes + size > Math.max(this.keepBytes, (this.reads + 1) * this.largest)) {
+    if (this.closed || this.freeBytes + size > Math.max(this.keepBytes, (this.reads + 1) * this.largest)) {
       mr.close();
       return;
     }
@@ -53,8 +54,16 @@ export class ReceivePool {
     this.freeBytes += size;
   }
 
-  /** Deregisters every free buffer. */
+  /** Buffers free now (taken and given back). */
+  get idle(): number {
+    let n = 0;
+    for (const list of this.free.values()) n += list.length;
+    return n;
+  }
+
+  /** Deregisters every free buffer, and every one given back later. */
   close(): void {
+    this.closed = true;
     for (const list of this.free.values()) for (const mr of list) mr.close();
     this.free.clear();
     this.freeBytes = 0;

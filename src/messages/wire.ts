@@ -96,6 +96,8 @@ export function decodeSetup(data: Uint8Array): { setup: Setup; user: Uint8Array 
 export interface Header {
   type: number;
   flags: number;
+  /** The reserved field (0 from a correct peer). */
+  reserved: number;
   grant: number;
   id: number;
   length: number;
@@ -116,6 +118,7 @@ export function readHeader(view: DataView, at: number): Header {
   return {
     type: view.getUint8(at),
     flags: view.getUint8(at + 1),
+    reserved: view.getUint16(at + 2, true),
     grant: view.getUint32(at + 4, true),
     id: view.getUint32(at + 8, true),
     length: view.getUint32(at + 12, true),

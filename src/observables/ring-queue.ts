@@ -36,6 +36,22 @@ export class RingQueue<T> {
     return item;
   }
 
+  /** The oldest item, left in place (`undefined` when empty). */
+  peek(): T | undefined {
+    return this.size === 0 ? undefined : this.items[this.head];
+  }
+
+  /** Removes `item` wherever it is (O(n): for rare withdrawals); whether it was there. */
+  remove(item: T): boolean {
+    const all = this.toArray();
+    const at = all.indexOf(item);
+    if (at < 0) return false;
+    all.splice(at, 1);
+    this.clear();
+    for (const x of all) this.push(x);
+    return true;
+  }
+
   /** Removes every item and returns them oldest first. */
   drain(): T[] {
     const out: T[] = [];

@@ -1,0 +1,269 @@
+import { randomBytes } from 'crypto';
+import { firstValueFrom } from 'rxjs';
+import {
+  acceptMessages,
+  connectMessages,
+  Connection,
+  listen,
+  Listener,
+  Message,
+  MessageConnection,
+  MessageOptions,
+  MessageProtocolError,
+  MessagesClosedError,
+  Mr,
+  WorkCompletionError,
+} from '../../src';
+import { receivesFor } from '../../src/messages/credits';
+import { encodeSetup, FLAG, HEADER_BYTES, TYPE, WIRE_VERSION, writeHeader } from '../../src/messages/wire';
+import { sleep, waitFor } from '../support/device';
+
+/**
+ * The message layer's "bad input and faults" cases (DESIGN §10) on soft0:
+ * each ends typed, loses nothing, hangs nothing and grows nothing. Both
+ * sides run with `rnrRetryCount: 0`, so a credit slip is a failed
+ * completion, never a delay.
+ */
+const HOST = '127.0.0.1';
+
+async function pair(
+  server: MessageOptions = {},
+  client: MessageOptions = server,
+): Promise<{ listener: Listener; a: MessageConnection; b: MessageConnection }> {
+  const listener = listen({ host: HOST, port: 0 });
+  const accepted = firstValueFrom(listener.requests$).then((r) => acceptMessages(r, { messages: server, rnrRetryCount: 0 }));
+  const b = await connectMessages({ host: HOST, port: listener.address!.port, rnrRetryCount: 0, messages: client });
+  const a = await accepted;
+  return { listener, a, b };
+}
+
+/** How a promise settled: its value, or its error. */
+async function settled<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, value: await p };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** How a hot source ended: 'complete', or its error. */
+function ending(source: MessageConnection['messages$']): Promise<unknown> {
+  return new Promise((resolve) => {
+    const sub = source.subscribe({
+      next: (m) => m.release(),
+      complete: () => resolve('complete'),
+      error: (e: unknown) => resolve(e),
+    });
+    void sub;
+  });
+}
+
+/**
+ * A peer without the layer: a plain `accept()` whose private data forges
+ * the layer's set-up, so `connectMessages()` takes it for one. It posts
+ * the receives its forged depth promises, and sends whatever bytes it is
+ * given: headers the layer must refuse.
+ */
+interface Forger {
+  listener: Listener;
+  /** The layer's side. */
+  mc: MessageConnection;
+  /** The forger's plain connection. */
+  raw: Connection;
+  /** Registered memory of the forger, for sends and for READs aimed at it. */
+  mr: Mr;
+  /** Posts one SEND of `bytes` (they go from `mr` at offset 0). */
+  send(bytes: Uint8Array): void;
+  close(): void;
+}
+
+const FORGED = { maxEager: 64, depth: 4, maxMessage: 1 << 20 };
+
+async function forger(forged: Partial<typeof FORGED> = {}, layer: MessageOptions = {}): Promise<Forger> {
+  const setup = { version: WIRE_VERSION, ...FORGED, ...forged };
+  const listener = listen({ host: HOST, port: 0 });
+  let mr!: Mr;
+  const accepted = firstValueFrom(listener.requests$).then((r) =>
+    r.accept({
+      privateData: encodeSetup(setup, new Uint8Array(0)),
+      rnrRetryCount: 0,
+      prepare: ({ pd, qp }) => {
+        mr = pd.allocMemory(1 << 16, { access: ['LOCAL_WRITE', 'REMOTE_READ'] });
+        const receives = receivesFor(setup.depth);
+        for (let i = 0; i < receives; i++) qp.postRecv({ wrId: i, sg: { mr, offset: 4096 + i * 1024, length: 1024 } });
+      },
+    }),
+  );
+  const mc = await connectMessages({ host: HOST, port: listener.address!.port, rnrRetryCount: 0, messages: { maxEager: setup.maxEager, ...layer } });
+  const raw = await accepted;
+  let wrId = 0;
+  return {
+    listener,
+    mc,
+    raw,
+    mr,
+    send(bytes) {
+      mr.buffer.set(bytes, 0);
+      raw.qp.postSend({ wrId: ++wrId, sg: bytes.length === 0 ? [] : { mr, offset: 0, length: bytes.length } });
+    },
+    close() {
+      mc.close();
+      raw.close();
+      listener.close();
+    },
+  };
+}
+
+/** A header and its payload as one SEND's bytes. */
+function frame(type: number, flags: number, grant: number, id: number, length: number, payload: Uint8Array = new Uint8Array(0)): Uint8Array {
+  const out = new Uint8Array(HEADER_BYTES + payload.length);
+  writeHeader(new DataView(out.buffer), 0, type, flags, grant, id, length);
+  out.set(payload, HEADER_BYTES);
+  return out;
+}
+
+/** A rendezvous descriptor: address, rkey, length, request id. */
+function descriptor(addr: bigint, rkey: number, length: number, reqId = 0): Uint8Array {
+  const out = new Uint8Array(20);
+  const v = new DataView(out.buffer);
+  v.setBigUint64(0, addr, true);
+  v.setUint32(8, rkey, true);
+  v.setUint32(12, length, true);
+  v.setUint32(16, reqId, true);
+  return out;
+}
+
+/** The grant a well-behaved forger announces: the receives it posted (it reposts none). */
+const GRANT = receivesFor(FORGED.depth);
+
+describe('message layer: bad input', () => {
+  it('send() and request() of more than the peer takes (maxMessage) are RangeErrors, and nothing is sent', async () => {
+    const { listener, a, b } = await pair({ maxEager: 256, maxMessage: 4096 }, { maxEager: 256 });
+    try {
+      expect(b.peerLimits?.maxMessage).toBe(4096);
+      await expect(b.send(new Uint8Array(4097))).rejects.toBeInstanceOf(RangeError);
+      await expect(b.request(Buffer.alloc(5000))).rejects.toBeInstanceOf(RangeError);
+      expect(b.stats.sent).toBe(0);
+      expect(b.stats.registrations).toBe(0);
+      // The connection is unaffected: exactly maxMessage goes.
+      const full = randomBytes(4096);
+      const sent = b.send(full);
+      const m = (await a.messages$.take())!;
+      expect(Buffer.compare(m.data, full)).toBe(0);
+      m.release();
+      await sent;
+      expect(a.stats.received).toBe(1);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+});
+
+/** A small deterministic generator (xorshift32), so a failure names its seed and repeats. */
+function prng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+/** What the forger sends, and how the layer must end. */
+interface Garbage {
+  what: string;
+  bytes: (f: Forger) => Uint8Array;
+  /** The layer's own options, when the case needs them. */
+  layer?: MessageOptions;
+  /** The class of the layer's failure (default MessageProtocolError). */
+  ends?: 'protocol' | 'read failed';
+}
+
+const GARBAGE: Garbage[] = [
+  { what: 'an empty SEND', bytes: () => new Uint8Array(0) },
+  { what: 'a header cut short (10 bytes)', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 0).subarray(0, 10) },
+  { what: 'type 0', bytes: () => frame(0, 0, GRANT, 0, 0) },
+  { what: 'type 5', bytes: () => frame(5, 0, GRANT, 0, 0) },
+  { what: 'type 255', bytes: () => frame(255, 0, GRANT, 0, 0) },
+  { what: 'an eager length past maxEager', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 65, new Uint8Array(48)) },
+  { what: 'a SEND longer than a receive (LOC_LEN_ERR)', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 65, new Uint8Array(65)) },
+  { what: 'an eager length that is not what arrived', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 10, new Uint8Array(4)) },
+  { what: 'a rendezvous descriptor of 19 bytes', bytes: () => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 19, new Uint8Array(19)) },
+  { what: 'DONE for a rendezvous never sent', bytes: () => frame(TYPE.DONE, 0, GRANT, 12345, 0) },
+  { what: 'a CREDIT with a payload', bytes: () => frame(TYPE.CREDIT, 0, GRANT, 0, 4, new Uint8Array(4)) },
+  { what: 'a non-zero reserved field', bytes: () => Uint8Array.from([...frame(TYPE.CREDIT, 0, GRANT, 0, 0)].map((b, i) => (i === 2 ? 7 : b))) },
+  { what: 'ERROR without RESPONSE', bytes: () => frame(TYPE.EAGER, FLAG.ERROR, GRANT, 0, 0) },
+  { what: 'REQUEST and RESPONSE at once', bytes: () => frame(TYPE.EAGER, FLAG.REQUEST | FLAG.RESPONSE, GRANT, 3, 0) },
+  { what: 'CANCELLED on a message', bytes: () => frame(TYPE.EAGER, FLAG.CANCELLED, GRANT, 0, 0) },
+  { what: 'a grant of receives the peer cannot have posted', bytes: () => frame(TYPE.CREDIT, 0, GRANT + 1000, 0, 0) },
+  { what: 'a rendezvous within maxEager', bytes: (f) => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 20, descriptor(f.mr.addr, f.mr.rkey, 10)) },
+  {
+    what: "a rendezvous larger than this side's maxMessage",
+    layer: { maxMessage: 10_000 },
+    bytes: (f) => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 20, descriptor(f.mr.addr, f.mr.rkey, 10_001)),
+  },
+  {
+    what: 'a rendezvous descriptor with a bad rkey',
+    ends: 'read failed',
+    bytes: (f) => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 20, descriptor(f.mr.addr, (f.mr.rkey ^ 0x5a5a) >>> 0, 1000)),
+  },
+  {
+    what: "a rendezvous descriptor past the end of the peer's region",
+    ends: 'read failed',
+    bytes: (f) => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 20, descriptor(f.mr.addr + BigInt(f.mr.length - 100), f.mr.rkey, 1000)),
+  },
+  ...Array.from({ length: 12 }, (_, k): Garbage => ({
+    what: `random bytes (seed ${k + 1})`,
+    bytes: () => {
+      const next = prng(k + 1);
+      return Uint8Array.from({ length: Math.floor(next() * 80) }, () => Math.floor(next() * 256));
+    },
+  })),
+];
+
+describe('message layer: a peer that breaks the protocol', () => {
+  it.each(GARBAGE.map((g) => [g.what, g] as const))('%s: the layer ends typed, everything pending settles typed, the process lives', async (_what, g) => {
+    const f = await forger({}, g.layer);
+    try {
+      const { mc } = f;
+      const ended = ending(mc.messages$);
+      // Something of every kind in flight: a rendezvous the forger never
+      // acknowledges, a request it never answers, and sends past its credits.
+      const rendezvous = settled(mc.send(randomBytes(1000)));
+      const request = settled(mc.request('never answered'));
+      const sends = Array.from({ length: 12 }, (_, i) => settled(mc.send(`s${i}`)));
+      expect(await waitFor(() => mc.stats.creditStalls > 0)).toBe(true);
+      const disconnected = firstValueFrom(f.raw.disconnected$);
+      f.send(g.bytes(f));
+
+      const end = await ended;
+      if (g.ends === 'read failed') {
+        expect(end).toBeInstanceOf(MessagesClosedError);
+        expect((end as Error).cause).toBeInstanceOf(WorkCompletionError);
+      } else {
+        expect(end).toBeInstanceOf(MessageProtocolError);
+      }
+      const failure = g.ends === 'read failed' ? WorkCompletionError : MessageProtocolError;
+      for (const s of [await rendezvous, await request]) {
+        expect(s.ok).toBe(false);
+        if (!s.ok) {
+          expect(s.error).toBeInstanceOf(MessagesClosedError);
+          expect((s.error as Error).cause).toBeInstanceOf(failure);
+        }
+      }
+      const results = await Promise.all(sends);
+      expect(results.some((s) => s.ok)).toBe(true);
+      expect(results.some((s) => !s.ok)).toBe(true);
+      for (const s of results) if (!s.ok) expect(s.error).toBeInstanceOf(MessagesClosedError);
+      expect(mc.closed).toBe(true);
+      expect((await disconnected).by).toBe('peer');
+      await expect(mc.send('after')).rejects.toBeInstanceOf(MessagesClosedError);
+      expect(mc.stats.lent).toBe(0);
+    } finally {
+      f.close();
+    }
+  });
+});
