@@ -16,7 +16,8 @@ const HOST = '127.0.0.1';
 const TYPE = { EAGER: 1, RENDEZVOUS: 2, DONE: 3, CREDIT: 4 };
 const FLAG = { REQUEST: 1, RESPONSE: 2, ERROR: 4, CANCELLED: 8 };
 const threshold = (d: number) => Math.max(2, Math.floor(d / 4));
-const reserve = (d: number) => Math.ceil(d / threshold(d)) + 2;
+const windowOf = (d: number) => Math.min(d, 16);
+const reserve = (d: number) => Math.ceil(d / threshold(d)) + 2 + windowOf(d);
 const receives = (d: number) => d + reserve(d);
 const int32 = (x: number) => x | 0;
 
@@ -134,7 +135,7 @@ class RawPeer {
 
   /** Sends one message by the rules, and waits for its completion. */
   async send(type: number, flags: number, id: number, payload: Uint8Array = new Uint8Array(0)): Promise<void> {
-    if (type === TYPE.CREDIT ? this.free < 1 : !this.maySendData) throw new Error('the rules do not allow this SEND now');
+    if (type === TYPE.CREDIT || type === TYPE.DONE ? this.free < 1 : !this.maySendData) throw new Error('the rules do not allow this SEND now');
     const b = this.sendMr.buffer;
     b.writeUInt8(type, 0);
     b.writeUInt8(flags, 1);

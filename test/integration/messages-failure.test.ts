@@ -21,8 +21,8 @@ describe('the message layer ended by a failed completion (soft0)', () => {
       const messagesEnd = end(server.messages$);
       const requestsEnd = end(server.requests$);
       const pending = server.request('never answered').catch((e: unknown) => e);
-      // A receive of the layer's completes in error, as a SEND longer than its buffer would make it.
-      server.connection.context.faults.errorCompletion(server.connection.recvCq, { wrId: 0, status: 'LOC_LEN_ERR', opcode: 'RECV' });
+      // A receive of the layer's completes in error (a length error would be the peer's protocol violation instead).
+      server.connection.context.faults.errorCompletion(server.connection.recvCq, { wrId: 0, status: 'LOC_QP_OP_ERR', opcode: 'RECV' });
       expect(await pending).toBeInstanceOf(MessagesClosedError);
       expect(await messagesEnd).toBe('error MessagesClosedError');
       expect(await requestsEnd).toBe('error MessagesClosedError');
