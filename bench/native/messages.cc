@@ -126,6 +126,9 @@ class Side {
     threshold_ = Threshold(kDepth);
   }
 
+  // One non-blocking poll of the CQ (no arming, no wait).
+  int TryPoll(Wc* wcs, int max) { return cq_->poll(max, wcs); }
+
   bool CanSendData() const { return !free_.empty() && int32_t(peer_posted_ - sent_) > int32_t(reserve_); }
 
   // One SEND: EAGER with `len` bytes (copied from `data`, or the slot's own
@@ -431,9 +434,16 @@ void Rate(Pair& p, uint32_t count, uint32_t warmup, uint32_t size, Outcome* out)
         sent++;
       }
       if (sent == limit && !timed) {
-        // The warm-up is counted once the server has it all.
+        // The warm-up is counted once the server has it all. Polled, not
+        // waited for: the server's last message may come in after `got` was
+        // read, and nothing need come back for it (no CREDIT is due), so a
+        // blocking wait here could sleep through the end of the warm-up.
         while (got.load(std::memory_order_acquire) < warmup && !failed.load()) {
-          int n = cli->Wait(wcs, 32);
+          int n = cli->TryPoll(wcs, 32);
+          if (n == 0) {
+            std::this_thread::yield();
+            continue;
+          }
           for (int i = 0; i < n; i++) {
             if (cli->SendDone(wcs[i])) continue;
             uint8_t type;
