@@ -38,7 +38,9 @@ export interface TransportMr {
 
 /** A protection domain as the layer uses it: where its regions come from. */
 export interface TransportPd {
+  /** Allocates and registers `size` bytes (`pd.allocMemory`). */
   allocMemory(size: number, options: { access: readonly AccessFlag[] }): TransportMr;
+  /** Registers the caller's memory (`pd.registerMemory`): a view registers exactly its bytes. */
   registerMemory(buffer: ArrayBuffer | ArrayBufferView, options: { access: readonly AccessFlag[] }): TransportMr;
 }
 
@@ -68,7 +70,9 @@ export interface TransportRecvWr {
 export interface TransportQp {
   readonly qpNum: number;
   readonly cap: { readonly maxSendWr: number; readonly maxRecvWr: number };
+  /** Posts one send work request (SEND or RDMA READ). */
   postSend(wr: TransportSendWr): void;
+  /** Posts one receive or several at once. */
   postRecv(wr: TransportRecvWr | TransportRecvWr[]): void;
 }
 
