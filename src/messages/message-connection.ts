@@ -8,7 +8,7 @@ import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
 import type { VerbsResources } from '../cm/native-port';
 import type { Mr } from '../verbs/mr';
-import { CreditWindow, receivesFor, rendezvousWindow } from './credits';
+import { CreditWindow, receivesFor, rendezvousWindow, requestWindow } from './credits';
 import { headerProblem } from './header-check';
 import { LentSource } from './lent-source';
 import { Message } from './message';
@@ -145,8 +145,16 @@ export class MessageConnection extends ThreadBound {
   private credits: CreditWindow | undefined;
   private peer: Setup | undefined;
   private readonly early: WorkCompletion[] = [];
+  /** Messages and requests, in order. */
   private readonly outgoing: Outgoing[] = [];
+  /** Replies: they go ahead of our requests (credits.ts says why). */
+  private readonly replies: Outgoing[] = [];
+  /** DONEs: they go first, into the reserve. */
   private readonly urgent: Outgoing[] = [];
+  /** Ids of our requests that went and whose reply has not arrived (cancelled ones too). */
+  private readonly requestsOut = new Set<number>();
+  /** Requests awaiting replies at most (set with the peer's depth). */
+  private requestLimit = 1;
   private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
   private readonly reads = new Map<number, Read>();
   private readonly readQueue: Read[] = [];
@@ -386,6 +394,7 @@ export class MessageConnection extends ThreadBound {
   peerKnown(setup: Setup): void {
     this.peer = setup;
     this.credits = new CreditWindow(this.opts.depth, setup.depth);
+    this.requestLimit = requestWindow(setup.depth);
     for (const wc of this.early.splice(0)) this.handle(wc);
     this.pump();
   }
@@ -441,7 +450,7 @@ export class MessageConnection extends ThreadBound {
     return new Promise<void>((resolve, reject) => {
       const item: Outgoing = { type, flags, id, bytes, length: bytes.length, resolve, reject };
       queued?.(item);
-      this.outgoing.push(item);
+      (flags & FLAG.RESPONSE ? this.replies : this.outgoing).push(item);
       this.pump();
     });
   }
@@ -455,9 +464,11 @@ export class MessageConnection extends ThreadBound {
   }
 
   /**
-   * Posts what can go now, in order: DONEs first (they may use the
-   * reserve), then messages while credits last and, for a rendezvous,
-   * while fewer than the window await DONE; then a CREDIT if one is due.
+   * Posts what can go now: DONEs first (they may use the reserve), then
+   * replies, then messages and requests in order, while credits last, a
+   * rendezvous while fewer than the window await DONE, a request while
+   * fewer than the request window await replies; then a CREDIT if one is
+   * due.
    */
   private pump(): void {
     if (this.pumping || this.ended || !this.credits) return;
@@ -465,13 +476,17 @@ export class MessageConnection extends ThreadBound {
     try {
       const credits = this.credits;
       while (this.urgent.length > 0 && this.freeSlots.length > 0 && credits.canSendControl) this.post(this.urgent.shift()!);
-      while (this.urgent.length === 0 && this.outgoing.length > 0 && this.freeSlots.length > 0) {
-        if (!credits.canSendData) {
-          this.counters.creditStalls++;
-          break;
+      for (const queue of [this.replies, this.outgoing]) {
+        while (this.urgent.length === 0 && queue.length > 0 && this.freeSlots.length > 0) {
+          if (!credits.canSendData) {
+            this.counters.creditStalls++;
+            break;
+          }
+          const head = queue[0];
+          if (head.type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
+          if (head.flags & FLAG.REQUEST && this.requestsOut.size >= this.requestLimit) break;
+          this.post(queue.shift()!);
         }
-        if (this.outgoing[0].type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
-        this.post(this.outgoing.shift()!);
       }
       if (credits.creditDue && credits.canSendControl && this.freeSlots.length > 0) {
         this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
@@ -529,7 +544,8 @@ export class MessageConnection extends ThreadBound {
       this.awaitingDone.set(rendezvous, { resolve: item.resolve, reject: item.reject, release: () => this.cache.done(entry) });
       id = rendezvous;
     }
-    const grant = this.credits!.spend();
+    if (item.flags & FLAG.REQUEST) this.requestsOut.add(item.id);
+    const grant = this.credits!.spend(item.type === TYPE.CREDIT);
     writeHeader(this.sendView, at, item.type, item.flags, grant, id, length);
     this.res.qp.postSend({ wrId: SEND_KIND + slot, sg: { mr: this.sendMr, offset: at, length: HEADER_BYTES + length } });
     if (item.type === TYPE.EAGER || item.type === TYPE.RENDEZVOUS) {
@@ -589,9 +605,10 @@ export class MessageConnection extends ThreadBound {
     if (problem) return this.protocol(problem);
     const credits = this.credits!;
     if (!credits.possible(h.grant)) return this.protocol(`a grant of ${h.grant} receives, which it cannot have posted`);
-    if (credits.granted(h.grant)) this.pumpSoon();
+    if (credits.arrived(h.grant, h.type === TYPE.CREDIT)) this.pumpSoon();
     switch (h.type) {
       case TYPE.EAGER: {
+        if (h.flags & FLAG.RESPONSE && !this.requestsOut.delete(h.id)) return this.protocol(`a reply to request ${h.id}, which is not out`);
         const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
         this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
         return;
@@ -609,6 +626,7 @@ export class MessageConnection extends ThreadBound {
         if (read.length > this.opts.maxMessage) return this.protocol(`a message of ${read.length} bytes; this side takes at most ${this.opts.maxMessage}`);
         if (read.length <= this.opts.maxEager) return this.protocol(`a rendezvous of ${read.length} bytes, within maxEager`);
         if ((read.flags === 0) !== (read.reqId === 0)) return this.protocol(`a rendezvous with flags ${read.flags} and request id ${read.reqId}`);
+        if (read.flags & FLAG.RESPONSE && !this.requestsOut.delete(read.reqId)) return this.protocol(`a reply to request ${read.reqId}, which is not out`);
         this.startRendezvous(read);
         return;
       }
@@ -751,7 +769,7 @@ export class MessageConnection extends ThreadBound {
     this.failure = err;
     const error = this.closedError();
     // A request counts once: as a request, not also as its unsent message.
-    for (const item of [...this.urgent.splice(0), ...this.outgoing.splice(0)]) {
+    for (const item of [...this.urgent.splice(0), ...this.replies.splice(0), ...this.outgoing.splice(0)]) {
       if (item.type !== TYPE.DONE && !(item.flags & FLAG.REQUEST)) this.counters.failed++;
       item.reject(error);
     }

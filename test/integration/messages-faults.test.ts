@@ -267,3 +267,58 @@ describe('message layer: a peer that breaks the protocol', () => {
     }
   });
 });
+
+describe('message layer: credits under load', () => {
+  /** Answers each request with its own bytes repeated to `size(request)` bytes. */
+  const echo = (mc: MessageConnection, size: (first: number) => number) =>
+    mc.serve((req) => {
+      const out = Buffer.alloc(size(req.data[0]));
+      for (let i = 0; i < out.length; i += req.length) req.data.copy(out, i);
+      return out;
+    });
+  const ask = async (mc: MessageConnection, i: number): Promise<number> => {
+    const reply = await mc.request(Buffer.from([i & 0xff, i >> 8]));
+    const first = reply.data[0] | (reply.data[1] << 8);
+    reply.release();
+    return first;
+  };
+
+  it('serve() with rendezvous replies while requests queue past its concurrency: every reply arrives (a DONE never waits for data credits)', async () => {
+    const { listener, a, b } = await pair({ maxEager: 256 });
+    try {
+      echo(a, (x) => (x & 1 ? 1000 : 10));
+      const n = 2000;
+      const got = await Promise.all(Array.from({ length: n }, (_, i) => ask(b, i)));
+      expect(got).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(a.stats.rendezvousSent).toBe(n / 2);
+      // serve() releases each request once its reply has settled: just after the requester has it.
+      expect(await waitFor(() => a.stats.lent + b.stats.lent === 0)).toBe(true);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+
+  it.each([2, 3, 8])('both sides serve and request at once (depth %i): replies never wait behind requests, every one arrives', async (depth) => {
+    const { listener, a, b } = await pair({ maxEager: 64, depth });
+    try {
+      echo(a, (x) => (x % 3 === 0 ? 500 : 4));
+      echo(b, (x) => (x % 3 === 1 ? 500 : 4));
+      const n = 300;
+      const [fromA, fromB] = await Promise.all([
+        Promise.all(Array.from({ length: n }, (_, i) => ask(a, i))),
+        Promise.all(Array.from({ length: n }, (_, i) => ask(b, i))),
+      ]);
+      const want = Array.from({ length: n }, (_, i) => i);
+      expect(fromA).toEqual(want);
+      expect(fromB).toEqual(want);
+      // serve() releases each request once its reply has settled: just after the requester has it.
+      expect(await waitFor(() => a.stats.lent + b.stats.lent === 0)).toBe(true);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+});
