@@ -73,7 +73,7 @@ export interface MessageStats {
   cacheHits: number;
   /** Rendezvous receive buffers allocated (and registered). */
   receiveBuffers: number;
-  /** Messages lent to consumers and not yet released. */
+  /** Messages lent to consumers and not yet released (at most `depth`: more wait, unread by anyone, until some are released). */
   lent: number;
   /** Receives posted now (the pool's buffers not lent and not in flight). */
   posted: number;
@@ -100,6 +100,11 @@ interface Outgoing {
   reject(error: unknown): void;
 }
 
+/** A message that arrived: `lend` is set once it can be handed on. */
+interface Arrival {
+  lend: (() => void) | undefined;
+}
+
 interface Read {
   id: number;
   flags: number;
@@ -110,6 +115,8 @@ interface Read {
   /** The receive the descriptor came in: it stays with the message until released. */
   slot: number;
   dest?: Mr;
+  /** Its place among the arrivals. */
+  arrival?: Arrival;
 }
 
 /** wr_ids of our sends: kind in the high bits, the slot or read below. */
@@ -153,6 +160,11 @@ export class MessageConnection extends ThreadBound {
   private readonly urgent: Outgoing[] = [];
   /** Ids of our requests that went and whose reply has not arrived (cancelled ones too). */
   private readonly requestsOut = new Set<number>();
+  /**
+   * Messages in the order they arrived, until lent: a rendezvous is ready
+   * once READ, and the ones after it wait for it (see `handOn`).
+   */
+  private readonly inbox: Arrival[] = [];
   /** Requests awaiting replies at most (set with the peer's depth). */
   private requestLimit = 1;
   private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
@@ -610,7 +622,8 @@ export class MessageConnection extends ThreadBound {
       case TYPE.EAGER: {
         if (h.flags & FLAG.RESPONSE && !this.requestsOut.delete(h.id)) return this.protocol(`a reply to request ${h.id}, which is not out`);
         const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
-        this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
+        this.arrive().lend = () => this.lend(data, h.flags, h.id, false, () => this.repost(slot));
+        this.handOn();
         return;
       }
       case TYPE.RENDEZVOUS: {
@@ -656,8 +669,14 @@ export class MessageConnection extends ThreadBound {
       this.counters.lateReplies++;
       this.repost(read.slot);
       this.queueDone(read.id, FLAG.CANCELLED);
+      // Its place in the order, if it had one, holds nothing up.
+      if (read.arrival) {
+        read.arrival.lend = noop;
+        this.handOn();
+      }
       return;
     }
+    read.arrival ??= this.arrive();
     if (this.reads.size >= this.opts.reads) {
       this.readQueue.push(read);
       return;
@@ -689,18 +708,37 @@ export class MessageConnection extends ThreadBound {
     const next = this.readQueue.shift();
     if (next) this.startRendezvous(next);
     const data = dest.buffer.subarray(0, read.length);
-    this.deliver(data, read.flags, read.reqId, true, () => {
-      this.pool.give(dest);
-      this.repost(read.slot);
-    });
+    read.arrival!.lend = () =>
+      this.lend(data, read.flags, read.reqId, true, () => {
+        this.pool.give(dest);
+        this.repost(read.slot);
+      });
+    this.handOn();
   }
 
   private queueDone(id: number, flags: number): void {
     this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
   }
 
+  /** A message arrived: its place in the order of arrival. */
+  private arrive(): Arrival {
+    const arrival: Arrival = { lend: undefined };
+    this.inbox.push(arrival);
+    return arrival;
+  }
+
+  /**
+   * Lends the messages that arrived, in order: each once it is ready (a
+   * rendezvous once READ) and every one before it was lent, while fewer
+   * than `depth` are lent (the receive a CREDIT lends to data can bring
+   * the peer's one more; it waits here until one is released).
+   */
+  private handOn(): void {
+    while (this.inbox.length > 0 && this.inbox[0].lend && this.counters.lent < this.opts.depth) this.inbox.shift()!.lend!();
+  }
+
   /** Hands a received message to whoever takes it: a waiting request, `requests$` or `messages$`. */
-  private deliver(data: Buffer, flags: number, id: number, rendezvous: boolean, giveBack: () => void): void {
+  private lend(data: Buffer, flags: number, id: number, rendezvous: boolean, giveBack: () => void): void {
     this.counters.received++;
     this.counters.bytesReceived += data.length;
     if (rendezvous) this.counters.rendezvousReceived++;
@@ -708,6 +746,7 @@ export class MessageConnection extends ThreadBound {
     const back = () => {
       this.counters.lent--;
       giveBack();
+      this.handOn();
     };
     if (flags & FLAG.RESPONSE) {
       const waiting = this.pendingRequests.get(id);
@@ -767,6 +806,9 @@ export class MessageConnection extends ThreadBound {
     if (this.ended) return;
     this.ended = true;
     this.failure = err;
+    // What arrived is handed on before anything fails: nothing is lost (a
+    // rendezvous still being READ is lost with the connection).
+    for (const arrival of this.inbox.splice(0)) arrival.lend?.();
     const error = this.closedError();
     // A request counts once: as a request, not also as its unsent message.
     for (const item of [...this.urgent.splice(0), ...this.replies.splice(0), ...this.outgoing.splice(0)]) {

@@ -192,6 +192,7 @@ const GARBAGE: Garbage[] = [
   { what: 'a SEND longer than a receive (LOC_LEN_ERR)', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 65, new Uint8Array(65)) },
   { what: 'an eager length that is not what arrived', bytes: () => frame(TYPE.EAGER, 0, GRANT, 0, 10, new Uint8Array(4)) },
   { what: 'a rendezvous descriptor of 19 bytes', bytes: () => frame(TYPE.RENDEZVOUS, 0, GRANT, 1, 19, new Uint8Array(19)) },
+  { what: 'a reply to a request never made', bytes: () => frame(TYPE.EAGER, FLAG.RESPONSE, GRANT, 77, 0) },
   { what: 'DONE for a rendezvous never sent', bytes: () => frame(TYPE.DONE, 0, GRANT, 12345, 0) },
   { what: 'a CREDIT with a payload', bytes: () => frame(TYPE.CREDIT, 0, GRANT, 0, 4, new Uint8Array(4)) },
   { what: 'a non-zero reserved field', bytes: () => Uint8Array.from([...frame(TYPE.CREDIT, 0, GRANT, 0, 0)].map((b, i) => (i === 2 ? 7 : b))) },
@@ -315,6 +316,91 @@ describe('message layer: credits under load', () => {
       expect(fromB).toEqual(want);
       // serve() releases each request once its reply has settled: just after the requester has it.
       expect(await waitFor(() => a.stats.lent + b.stats.lent === 0)).toBe(true);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+});
+
+describe('message layer: a consumer that never releases', () => {
+  it('the sender waits (no error), nothing is dropped, lent stays within depth; releasing later lets everything through in order', async () => {
+    const depth = 8;
+    const { listener, a, b } = await pair({ maxEager: 256, depth, reads: 2 });
+    try {
+      const n = 120;
+      // Every third one by rendezvous: its receive, like an eager one's, stays with the unreleased message.
+      const payload = (i: number) => {
+        const out = Buffer.alloc(i % 3 === 0 ? 3000 : 8, i & 0xff);
+        out.writeUInt16LE(i, 0);
+        return out;
+      };
+      const states: Array<'pending' | 'sent' | unknown> = Array.from({ length: n }, () => 'pending');
+      const sends = Array.from({ length: n }, (_, i) =>
+        b.send(payload(i)).then(
+          () => void (states[i] = 'sent'),
+          (err: unknown) => void (states[i] = err),
+        ),
+      );
+      const held: Message[] = [];
+      const sub = a.messages$.subscribe((m) => held.push(m));
+      expect(await waitFor(() => held.length === depth)).toBe(true);
+      // Time for anything that should not happen to happen.
+      await sleep(200);
+      expect(held.length).toBe(depth);
+      expect(a.stats.lent).toBe(depth);
+      expect(a.stats.receiveBuffers).toBeLessThanOrEqual(depth);
+      expect(states.filter((s) => s !== 'pending' && s !== 'sent')).toEqual([]);
+      const sent = states.filter((s) => s === 'sent').length;
+      expect(sent).toBeLessThan(n);
+      expect(b.stats.creditStalls).toBeGreaterThan(0);
+      expect([a.closed, b.closed]).toEqual([false, false]);
+
+      // Now release what is held, and each later one as it comes.
+      const order: number[] = [];
+      sub.unsubscribe();
+      for (const m of held.splice(0)) {
+        order.push(m.data.readUInt16LE(0));
+        m.release();
+      }
+      a.messages$.subscribe((m) => {
+        order.push(m.data.readUInt16LE(0));
+        expect(m.data.equals(payload(m.data.readUInt16LE(0)))).toBe(true);
+        m.release();
+      });
+      await Promise.all(sends);
+      expect(states.every((s) => s === 'sent')).toBe(true);
+      expect(await waitFor(() => order.length === n)).toBe(true);
+      expect(order).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(a.stats.lent).toBe(0);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+});
+
+describe('message layer: order', () => {
+  it('messages$ keeps the order of arrival when eager and rendezvous messages mix (a small one waits for the READ of a large one before it)', async () => {
+    const { listener, a, b } = await pair({ maxEager: 128, reads: 1 });
+    try {
+      const n = 300;
+      const got: number[] = [];
+      a.messages$.subscribe((m) => {
+        got.push(m.data.readUInt16LE(0));
+        m.release();
+      });
+      await Promise.all(
+        Array.from({ length: n }, (_, i) => {
+          const out = Buffer.alloc(i % 4 === 0 ? 200_000 : 2 + (i % 100), 1);
+          out.writeUInt16LE(i, 0);
+          return b.send(out);
+        }),
+      );
+      expect(await waitFor(() => got.length === n)).toBe(true);
+      expect(got).toEqual(Array.from({ length: n }, (_, i) => i));
     } finally {
       b.close();
       a.close();
