@@ -17,6 +17,8 @@ import {
 import { receivesFor } from '../../src/messages/credits';
 import { encodeSetup, FLAG, HEADER_BYTES, TYPE, WIRE_VERSION, writeHeader } from '../../src/messages/wire';
 import { sleep, waitFor } from '../support/device';
+import { scaled } from '../support/slow';
+import { ReceivePool } from '../../src/messages/receive-pool';
 
 /**
  * The message layer's "bad input and faults" cases (DESIGN §10) on soft0:
@@ -407,4 +409,146 @@ describe('message layer: order', () => {
       listener.close();
     }
   });
+});
+
+describe('message layer: cancellations', () => {
+  /**
+   * The receive pool's buffers are filled with a canary when they come
+   * back (the consumer released them and the device is done), and checked
+   * when they are taken again: a READ, or anything else, that landed in a
+   * buffer after it went back shows as a changed canary.
+   */
+  function canaries() {
+    const CANARY = 0xc3;
+    const idle = new Set<Mr>();
+    const broken: string[] = [];
+    let checked = 0;
+    const check = (mr: Mr, when: string) => {
+      checked++;
+      const at = mr.buffer.findIndex((x) => x !== CANARY);
+      if (at >= 0) broken.push(`${when}: byte ${at} of a ${mr.length}-byte buffer is ${mr.buffer[at]}`);
+    };
+    const give = ReceivePool.prototype.give;
+    const take = ReceivePool.prototype.take;
+    const spies = [
+      jest.spyOn(ReceivePool.prototype, 'give').mockImplementation(function (this: ReceivePool, mr: Mr) {
+        give.call(this, mr);
+        if (!mr.closed) {
+          mr.buffer.fill(CANARY);
+          idle.add(mr);
+        }
+      }),
+      jest.spyOn(ReceivePool.prototype, 'take').mockImplementation(function (this: ReceivePool, length: number) {
+        const mr = take.call(this, length);
+        if (idle.delete(mr)) check(mr, 'taken again');
+        return mr;
+      }),
+    ];
+    return {
+      get checked() {
+        return checked;
+      },
+      /** Checks every idle buffer now; returns what was found changed. */
+      finish(): string[] {
+        for (const mr of idle) if (!mr.closed) check(mr, 'at the end');
+        for (const s of spies) s.mockRestore();
+        return broken;
+      },
+    };
+  }
+
+  it('100,000 requests cancelled (unsubscribed or timed out) at random moments, before they go and in flight, eager and rendezvous replies mixed: no failed completion, no write into a returned buffer, every reply right, nothing left lent', async () => {
+    const watch = canaries();
+    const { listener, a, b } = await pair({ maxEager: 256, depth: 64, reads: 4 });
+    try {
+      // The reply to request k: k in its first 4 bytes, then k & 0xff; a third by rendezvous.
+      const reply = (k: number) => {
+        const out = Buffer.alloc(k % 3 === 0 ? 300 + (k % 7) * 1000 : 4 + (k % 200), k & 0xff);
+        out.writeUInt32LE(k, 0);
+        return out;
+      };
+      let answered = 0;
+      a.serve(async (req) => {
+        const k = req.data.readUInt32LE(0);
+        // Some answers wait a turn or two, so replies and cancellations interleave every way.
+        if (k % 5 === 1) await new Promise((r) => setImmediate(r));
+        else if (k % 5 === 2) await Promise.resolve();
+        answered++;
+        return reply(k);
+      }, { concurrency: 64 });
+
+      const CANCELS = 100_000;
+      const next = prng(2024);
+      const outcomes = { replied: 0, cancelled: 0, timedOut: 0, wrong: 0, other: [] as string[] };
+      const request = (k: number) =>
+        new Promise<void>((resolve) => {
+          const req = Buffer.alloc(4);
+          req.writeUInt32LE(k, 0);
+          const mode = Math.floor(next() * 9);
+          let done = false;
+          const finish = () => {
+            if (!done) {
+              done = true;
+              resolve();
+            }
+          };
+          const sub = b.request$(req, mode === 8 ? { timeoutMs: 1 } : undefined).subscribe({
+            next: (m) => {
+              if (!m.data.equals(reply(k))) outcomes.wrong++;
+              outcomes.replied++;
+              m.release();
+            },
+            error: (e: Error) => {
+              if (e.name === 'RequestTimeoutError') outcomes.timedOut++;
+              else outcomes.other.push(`${e.name}: ${e.message}`);
+              finish();
+            },
+            complete: finish,
+          });
+          const cancel = () => {
+            if (!done && !sub.closed) {
+              outcomes.cancelled++;
+              sub.unsubscribe();
+            }
+            finish();
+          };
+          // Now (before it goes), or once it went: a turn or a few later, or after a timer.
+          const later = (turns: number) => (turns === 0 ? cancel() : setImmediate(() => later(turns - 1)));
+          if (mode === 0) cancel();
+          else if (mode === 1) queueMicrotask(cancel);
+          else if (mode <= 5) later(mode - 1);
+          else if (mode === 6) setTimeout(cancel, Math.floor(next() * 3));
+          // 7: the reply is awaited; 8: it may time out first.
+        });
+      let k = 0;
+      const worker = async () => {
+        while (outcomes.cancelled + outcomes.timedOut < CANCELS) await request(k++);
+      };
+      // Fewer at once than the request window (the peer's depth - 1): they go as they are made.
+      await Promise.all(Array.from({ length: 48 }, worker));
+
+      // Every request that went is answered, and every reply came back or was dropped.
+      expect(await waitFor(() => answered === a.stats.received && a.stats.sent === answered && a.stats.lent + b.stats.lent === 0, 20_000)).toBe(true);
+      expect(outcomes.other).toEqual([]);
+      expect(outcomes.wrong).toBe(0);
+      expect(outcomes.replied + outcomes.cancelled + outcomes.timedOut).toBe(k);
+      expect(outcomes.cancelled + outcomes.timedOut).toBeGreaterThanOrEqual(CANCELS);
+      // Cancelled in flight: their replies came late and were dropped.
+      expect(b.stats.lateReplies).toBeGreaterThan(CANCELS / 4);
+      // Requests cancelled before they went were never sent.
+      expect(b.stats.sent).toBeLessThan(k);
+      expect(a.stats.rendezvousSent).toBeGreaterThan(1000);
+      // No failed completion anywhere: either would have ended its layer.
+      expect([a.closed, b.closed]).toEqual([false, false]);
+      expect([a.stats.failed, b.stats.failed]).toEqual([0, 0]);
+      expect(watch.checked).toBeGreaterThan(100);
+      expect(watch.finish()).toEqual([]);
+      process.stdout.write(`cancellations: ${JSON.stringify({ ...outcomes, sent: b.stats.sent, late: b.stats.lateReplies, rendezvous: a.stats.rendezvousSent, canaries: watch.checked })}\n`);
+    } finally {
+      watch.finish();
+      b.close();
+      a.close();
+      listener.close();
+    }
+  }, scaled(120_000));
 });
