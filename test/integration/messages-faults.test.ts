@@ -2,6 +2,7 @@ import { randomBytes } from 'crypto';
 import { firstValueFrom } from 'rxjs';
 import {
   acceptMessages,
+  BufferOverflowError,
   connectMessages,
   Connection,
   listen,
@@ -551,4 +552,151 @@ describe('message layer: cancellations', () => {
       listener.close();
     }
   }, scaled(120_000));
+});
+
+describe('message layer: overflow strategies', () => {
+  const message = (i: number) => {
+    const out = Buffer.alloc(i % 2 === 0 ? 600 : 6, 0);
+    out.writeUInt16LE(i, 0);
+    return out;
+  };
+
+  it.each(['dropOldest', 'dropNewest'] as const)("'%s' releases what it drops: credits come back, the sender never waits for good, stats.dropped counts", async (overflow) => {
+    const dropped: number[] = [];
+    const { listener, a, b } = await pair(
+      { maxEager: 256, depth: 8, buffer: { highWaterMark: 2, overflow, onDropped: (m) => dropped.push(m.released ? m.id : -1) } },
+      { maxEager: 256, depth: 8 },
+    );
+    try {
+      // Demand without a subscriber: what arrives is buffered (2), the rest dropped.
+      const hold = a.messages$.retain();
+      const n = 60;
+      await Promise.all(Array.from({ length: n }, (_, i) => b.send(message(i))));
+      expect(await waitFor(() => a.stats.received === n)).toBe(true);
+      expect(dropped).toEqual(Array.from({ length: n - 2 }, () => 0)); // each released before the callback saw it
+      expect(a.stats.dropped).toBe(n - 2);
+      const kept = [a.messages$.tryTake()!, a.messages$.tryTake()!];
+      expect(kept.map((m) => m.data.readUInt16LE(0))).toEqual(overflow === 'dropOldest' ? [n - 2, n - 1] : [0, 1]);
+      expect(a.stats.lent).toBe(2);
+      for (const m of kept) m.release();
+      expect(a.stats.lent).toBe(0);
+      hold.unsubscribe();
+      expect([a.closed, b.closed]).toEqual([false, false]);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+
+  it("'error' ends the layer: what was buffered stays takeable before the BufferOverflowError; pending sends fail with its cause; nothing stays lent", async () => {
+    const { listener, a, b } = await pair({ maxEager: 256, depth: 8, buffer: { highWaterMark: 2, overflow: 'error' } }, { maxEager: 256, depth: 8 });
+    try {
+      const hold = a.messages$.retain();
+      const sends = Array.from({ length: 40 }, (_, i) => settled(b.send(message(i))));
+      const results = await Promise.all(sends);
+      // The third message overflowed: a's layer ended and closed the connection.
+      expect(a.closed).toBe(true);
+      const got: number[] = [];
+      let end: unknown;
+      try {
+        for (let m = a.messages$.tryTake(); m; m = a.messages$.tryTake()) {
+          got.push(m.data.readUInt16LE(0));
+          m.release();
+        }
+      } catch (e) {
+        end = e;
+      }
+      expect(got).toEqual([0, 1, 2]);
+      expect(end).toBeInstanceOf(BufferOverflowError);
+      expect(a.stats.lent).toBe(0);
+      // What arrived after the overflow had nowhere to go: the layer released it.
+      expect(a.stats.dropped).toBe(a.stats.received - 3);
+      // The sender learns through the connection's end: its pending sends fail typed, none hangs.
+      expect(await waitFor(() => b.closed)).toBe(true);
+      expect(results.some((r) => !r.ok)).toBe(true);
+      for (const r of results) if (!r.ok) expect(r.error).toBeInstanceOf(MessagesClosedError);
+      await expect(a.send('after')).rejects.toMatchObject({ name: 'MessagesClosedError', cause: expect.any(BufferOverflowError) });
+      hold.unsubscribe();
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+});
+
+describe('message layer: re-entrancy', () => {
+  it('a subscriber that sends, releases and takes from inside next(): exactly once, in order, nothing lost', async () => {
+    const { listener, a, b } = await pair({ maxEager: 128, depth: 4 });
+    try {
+      const n = 200;
+      const echoed: number[] = [];
+      const taken: number[] = [];
+      // a echoes each message from inside next(), releasing it once the echo may reuse it.
+      a.messages$.subscribe((m) => {
+        const i = m.data.readUInt16LE(0);
+        void a.send(m.data).then(() => m.release());
+        // Nothing is buffered while a subscriber takes them as they come: tryTake finds nothing.
+        const extra = a.messages$.tryTake();
+        if (extra) taken.push(extra.data.readUInt16LE(0));
+        echoed.push(i);
+      });
+      const back: number[] = [];
+      b.messages$.subscribe((m) => {
+        back.push(m.data.readUInt16LE(0));
+        m.release();
+        // Sending from inside next(), whose reply arrives while this delivery runs on.
+        if (back.length < n) {
+          const out = Buffer.alloc(back.length % 3 === 0 ? 500 : 4);
+          out.writeUInt16LE(back.length, 0);
+          void b.send(out);
+        }
+      });
+      const first = Buffer.alloc(4);
+      first.writeUInt16LE(0, 0);
+      await b.send(first);
+      expect(await waitFor(() => back.length === n)).toBe(true);
+      expect(back).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(echoed).toEqual(back);
+      expect(taken).toEqual([]);
+      expect(await waitFor(() => a.stats.lent + b.stats.lent === 0)).toBe(true);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
+
+  it('close() from inside next(): what already arrived is still handed on, in order, then messages$ completes; everything pending settles typed; lent messages stay readable', async () => {
+    const { listener, a, b } = await pair({ maxEager: 128, depth: 8 });
+    try {
+      const seen: Message[] = [];
+      const ended = new Promise<unknown>((resolve) =>
+        a.messages$.subscribe({
+          next: (m) => {
+            seen.push(m);
+            if (seen.length === 3) a.close();
+          },
+          complete: () => resolve('complete'),
+          error: resolve,
+        }),
+      );
+      const pending = settled(a.request('never answered'));
+      const sends = await Promise.all(Array.from({ length: 20 }, (_, i) => settled(b.send(`m${i}`))));
+      expect(await ended).toBe('complete');
+      const r = await pending;
+      expect(r.ok ? undefined : r.error).toBeInstanceOf(MessagesClosedError);
+      expect(seen.length).toBeGreaterThanOrEqual(3);
+      expect(seen.map((m) => m.text())).toEqual(seen.map((_, i) => `m${i}`));
+      for (const m of seen) m.release(); // after close: gives nothing back, throws nothing
+      expect(a.stats.lent).toBe(0);
+      for (const s of sends) if (!s.ok) expect(s.error).toBeInstanceOf(MessagesClosedError);
+      expect(await waitFor(() => b.closed)).toBe(true);
+    } finally {
+      b.close();
+      a.close();
+      listener.close();
+    }
+  });
 });
