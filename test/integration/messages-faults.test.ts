@@ -1,4 +1,5 @@
 import { randomBytes } from 'crypto';
+import { readdirSync } from 'fs';
 import { firstValueFrom } from 'rxjs';
 import {
   acceptMessages,
@@ -699,4 +700,71 @@ describe('message layer: re-entrancy', () => {
       listener.close();
     }
   });
+});
+
+describe('message layer: close() with everything in flight', () => {
+  const fds = () => readdirSync('/proc/self/fd').length;
+
+  it.each(['sender', 'receiver'] as const)(
+    'the %s closes mid-rendezvous: every send, request and lent message settles typed on both sides, stats say so, fds are back',
+    async (closing) => {
+      // One pair first, so what the CM keeps for the process is there before counting.
+      const warm = await pair();
+      warm.b.close();
+      warm.a.close();
+      warm.listener.close();
+      await sleep(50);
+      const before = fds();
+
+      const { listener, a, b } = await pair({ maxEager: 256, depth: 8, reads: 1 });
+      const big = Buffer.alloc(4 << 20, 0x5a);
+      // b sends to a: large ones (READ one at a time), small ones, and a request; a holds two messages.
+      const sends = Array.from({ length: 12 }, (_, i) => settled(b.send(i % 3 === 0 ? big.subarray(i) : Buffer.from(`small ${i}`))));
+      const request = settled(b.request(big.subarray(0, 1 << 20)));
+      const aRequest = settled(a.request('unanswered'));
+      const held: Message[] = [];
+      const aEnd = new Promise<unknown>((resolve) =>
+        a.messages$.subscribe({
+          next: (m) => (held.length < 2 ? held.push(m) : m.release()),
+          complete: () => resolve('complete'),
+          error: resolve,
+        }),
+      );
+      expect(await waitFor(() => held.length === 2)).toBe(true);
+      const copies = held.map((m) => Buffer.from(m.data));
+      expect(a.stats.rendezvousReceived).toBeGreaterThanOrEqual(1);
+
+      (closing === 'sender' ? b : a).close();
+
+      const results = await Promise.all(sends);
+      const failed = results.filter((r) => !r.ok);
+      for (const r of failed) expect((r as { error: unknown }).error).toBeInstanceOf(MessagesClosedError);
+      expect(failed.length).toBeGreaterThan(0);
+      const [req, aReq] = [await request, await aRequest];
+      expect(req.ok ? undefined : req.error).toBeInstanceOf(MessagesClosedError);
+      expect(aReq.ok ? undefined : aReq.error).toBeInstanceOf(MessagesClosedError);
+      // Both ends saw the end: the closer by its close, the other by the disconnect (a clean end),
+      // or, when the READ of a large message failed first, by that failure.
+      const end = await aEnd;
+      if (end !== 'complete') {
+        expect(end).toBeInstanceOf(MessagesClosedError);
+        expect((end as Error).cause).toBeInstanceOf(WorkCompletionError);
+      }
+      expect(await waitFor(() => a.closed && b.closed)).toBe(true);
+      // The sender's counters: every send and the request either went or failed.
+      expect(b.stats.failed).toBe(failed.length + 1);
+      expect(a.stats.failed).toBe(1);
+      expect(a.stats.received).toBeLessThanOrEqual(b.stats.sent);
+      // Lent messages stay readable after the end; releasing them gives nothing back and throws nothing.
+      expect(held.map((m, i) => m.data.equals(copies[i]))).toEqual([true, true]);
+      for (const m of held) m.release();
+      expect(a.stats.lent).toBe(0);
+
+      b.close();
+      a.close();
+      listener.close();
+      expect(await waitFor(() => fds() === before)).toBe(true);
+    },
+    scaled(30_000),
+  );
 });
