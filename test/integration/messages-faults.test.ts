@@ -13,6 +13,7 @@ import {
   MessageOptions,
   MessageProtocolError,
   MessagesClosedError,
+  MessageStats,
   Mr,
   WorkCompletionError,
 } from '../../src';
@@ -801,4 +802,41 @@ describe('message layer: connect / message / close cycles', () => {
     }
     expect(r.heap1 - r.heap0).toBeLessThan(2 * r.cycles + 1024);
   }, scaled(150_000));
+});
+
+describe('message layer: a peer killed mid-rendezvous', () => {
+  interface Killed {
+    end: string;
+    sends: string[];
+    request: string;
+    closed: boolean;
+    stats: MessageStats;
+    heldReadable: boolean;
+    held: number;
+    lentAfter: number;
+    fds: [number, number];
+  }
+  /** A clean end (the CM saw the peer go), or the failed READ of its vanished memory, typed. */
+  const TYPED_END = /^(complete|MessagesClosedError \(WorkCompletionError [A-Z_]+\))$/;
+  const TYPED_FAILURE = /^MessagesClosedError( \(WorkCompletionError [A-Z_]+\))?$/;
+
+  // soft0 connects the threads of one process: the peer is a worker thread,
+  // terminated with its connection, its registrations and a READ live
+  // (test/fixtures/messages-peer-killed.js, in a child so a crash is a failed test).
+  it.each(['reader', 'sender'] as const)('the peer dies while it is the %s of large messages: the survivor ends typed, everything settles, fds are back', async (mode) => {
+    const run = await runFixture<Killed>('messages-peer-killed.js', [mode], scaled(60_000));
+    expectCleanExit(run);
+    const r = lastJson<Killed>(run);
+    expect(r.end).toMatch(TYPED_END);
+    expect(r.request).toMatch(TYPED_FAILURE);
+    expect(r.closed).toBe(true);
+    const failed = r.sends.filter((s) => s !== 'sent');
+    for (const s of failed) expect(s).toMatch(TYPED_FAILURE);
+    expect(r.stats.failed).toBe(failed.length + 1);
+    if (mode === 'reader') expect(failed.length).toBeGreaterThan(0);
+    else expect(r.held).toBeGreaterThan(0);
+    expect(r.heldReadable).toBe(true);
+    expect(r.lentAfter).toBe(0);
+    expect(r.fds[1]).toBe(r.fds[0]);
+  }, scaled(70_000));
 });
