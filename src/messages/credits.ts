@@ -11,6 +11,21 @@
  * header alone, to return receives when there is no data to carry the
  * grant) and a DONE (the READ of a rendezvous is over).
  *
+ * When a CREDIT goes: once a side owes `threshold` receives (reposted, not
+ * yet announced), and also as soon as what it owes would let a peer that
+ * is stuck send data again: the peer's view of its receives (the last
+ * grant less the SENDs that arrived since) is within the reserve, and what
+ * it has posted is not. Without that, up to `threshold - 1` receives could
+ * stay unannounced while the peer waits for exactly them.
+ *
+ * Two such CREDITs can cross, each taking the receive the other side was
+ * waiting for, and would then answer each other for ever. So the receive
+ * of a CREDIT counts as returned for data from the moment it is sent, as
+ * long as it is the sender's last SEND: the peer reposts it on arrival, and
+ * its next grant will say so. Until then a data message may use that one
+ * receive of the reserve (never the last receive: `free >= 1` always
+ * holds); both sides count it alike, so the crossing ends there.
+ *
  * Why DONE may not wait like data: the peer's receives may all be held by
  * messages its consumer keeps until its own sends settle (`serve()` keeps
  * a request until its reply has gone), and a rendezvous send settles on
@@ -18,18 +33,23 @@
  * keeps at most `rendezvousWindow(depth)` rendezvous awaiting DONE, and
  * reserves that many receives for the DONEs.
  *
- * Why the reserve cannot run out: a side sends a CREDIT when it owes at
- * least `threshold` receives (reposted, not yet announced). Between two
- * messages of the peer (each carries a grant, which frees the reserve
- * again), receives it owes come only from its consumer releasing the
- * peer's data (at most `depth` outstanding, so at most depth / threshold
- * CREDITs, plus one for what was owed before), and the DONEs it owes
- * answer the peer's rendezvous (at most the peer's window: a new one would
- * carry a grant). The peer reposts the receives of CREDITs and DONEs at
- * once, and answers them with a CREDIT of its own once they reach its
- * threshold (2 or more, so CREDITs answer each other less and less and die
- * out). The reserve is depth / threshold + 2 for CREDITs and the window
- * for DONEs.
+ * Why replies go ahead of requests, and requests are limited: when both
+ * sides serve requests and make them, each may hold the other's requests
+ * until its replies have gone; were every data receive of both sides held
+ * by a request, no reply could go. So a side keeps fewer requests awaiting
+ * replies than the peer has data receives (`requestWindow`), and its
+ * replies never wait behind its requests.
+ *
+ * Why the reserve cannot run out: between two messages of the peer (each
+ * carries a grant, which frees the reserve again), the receives a side
+ * owes come only from its consumer releasing the peer's data (at most
+ * `depth` outstanding: depth / threshold CREDITs, and one for what was owed
+ * before), one CREDIT for a stuck peer (after it the peer's view is past
+ * the reserve until the peer sends again), and the DONEs it owes answer
+ * the peer's rendezvous (at most the peer's window: a new one would carry
+ * a grant). The peer reposts the receives of CREDITs and DONEs at once.
+ * The reserve is depth / threshold + 3 for CREDITs, one for the receive a
+ * CREDIT lends to data, and the window for DONEs.
  */
 
 /** Receives owed before a CREDIT goes out without data to ride on. */
@@ -42,9 +62,19 @@ export function rendezvousWindow(depth: number): number {
   return Math.min(depth, 16);
 }
 
+/**
+ * Requests a side keeps awaiting their replies at most, when its peer has
+ * this `depth`: one fewer than the peer's data receives, so the peer's
+ * receives are never all held by requests it keeps until their replies
+ * have gone (see the module comment).
+ */
+export function requestWindow(peerDepth: number): number {
+  return peerDepth - 1;
+}
+
 /** Receives a side keeps beyond `depth` for CREDIT and DONE messages (see the module comment). */
 export function creditReserve(depth: number): number {
-  return Math.ceil(depth / creditThreshold(depth)) + 2 + rendezvousWindow(depth);
+  return Math.ceil(depth / creditThreshold(depth)) + 4 + rendezvousWindow(depth);
 }
 
 /** Receives a side posts in all for a peer: `depth` for data and the reserve. */
@@ -63,10 +93,18 @@ export class CreditWindow {
   private readonly peerFirst: number;
   /** SENDs we posted, in all. */
   private sent = 0;
+  /** SENDs of the peer that arrived, in all. */
+  private arrivals = 0;
   /** Receives we posted for the peer, in all. */
   private posted: number;
   /** The grant we last sent (or announced at set-up). */
   private announced: number;
+  /** The reserve the peer keeps free of data in our receives. */
+  private readonly ownReserve: number;
+  /** Whether our last SEND was a CREDIT (its receive counts as returned for data). */
+  private sentCredit = false;
+  /** Whether the peer's last SEND that arrived was a CREDIT. */
+  private arrivedCredit = false;
   /** Data sends keep this many of the peer's receives free (the peer's reserve). */
   readonly reserve: number;
   /** We send a CREDIT once we owe this many receives. */
@@ -79,6 +117,7 @@ export class CreditWindow {
   constructor(ourDepth: number, peerDepth: number) {
     this.posted = receivesFor(ourDepth);
     this.announced = this.posted;
+    this.ownReserve = creditReserve(ourDepth);
     this.peerPosted = receivesFor(peerDepth);
     this.peerFirst = this.peerPosted;
     this.reserve = creditReserve(peerDepth);
@@ -90,9 +129,10 @@ export class CreditWindow {
     return diff(this.peerPosted, this.sent);
   }
 
-  /** Whether a data message may go now. */
+  /** Whether a data message may go now (see the module comment for the CREDIT's receive). */
   get canSendData(): boolean {
-    return this.free > this.reserve;
+    const free = this.free;
+    return free >= 1 && free + (this.sentCredit ? 1 : 0) > this.reserve;
   }
 
   /** Whether a control message (CREDIT, DONE) may go now: it may use the reserve. */
@@ -105,9 +145,18 @@ export class CreditWindow {
     return diff(this.posted, this.announced);
   }
 
-  /** Whether we owe enough that a CREDIT should go even without data. */
+  /**
+   * Whether a CREDIT should go even without data: we owe `threshold`
+   * receives, or what we owe would let a peer stuck on our reserve send
+   * data again (see the module comment).
+   */
   get creditDue(): boolean {
-    return this.owed >= this.threshold;
+    const owed = this.owed;
+    if (owed >= this.threshold) return true;
+    if (owed === 0) return false;
+    // The peer's view of our receives, as its data sees it.
+    const lent = this.arrivedCredit ? 1 : 0;
+    return diff(this.announced, this.arrivals) + lent <= this.ownReserve && diff(this.posted, this.arrivals) + lent > this.ownReserve;
   }
 
   /**
@@ -119,8 +168,14 @@ export class CreditWindow {
     return diff(grant, this.peerPosted) >= 0 && diff(grant, this.sent) <= this.peerFirst;
   }
 
-  /** A header arrived with `grant` (a {@link CreditWindow.possible} one); returns whether it freed receives. */
-  granted(grant: number): boolean {
+  /**
+   * A SEND of the peer arrived (a CREDIT, or another type), its header
+   * carrying `grant` (a {@link CreditWindow.possible} one); returns whether
+   * that freed receives.
+   */
+  arrived(grant: number, credit: boolean): boolean {
+    this.arrivals = (this.arrivals + 1) | 0;
+    this.arrivedCredit = credit;
     if (diff(grant, this.peerPosted) <= 0) return false;
     this.peerPosted = grant;
     return true;
@@ -131,9 +186,10 @@ export class CreditWindow {
     this.posted = (this.posted + n) | 0;
   }
 
-  /** A SEND is going out: takes a receive and returns the grant its header carries. */
-  spend(): number {
+  /** A SEND is going out (a CREDIT, or another type): takes a receive and returns the grant its header carries. */
+  spend(credit: boolean): number {
     this.sent = (this.sent + 1) | 0;
+    this.sentCredit = credit;
     this.announced = this.posted;
     return this.posted >>> 0;
   }

@@ -9,7 +9,7 @@ import type { Connection } from '../cm/connection';
 import type { VerbsResources } from '../cm/native-port';
 import type { MessageTransport, TransportMr as Mr } from './transport';
 import { RingQueue } from '../observables/ring-queue';
-import { CreditWindow, receivesFor, rendezvousWindow } from './credits';
+import { CreditWindow, receivesFor, rendezvousWindow, requestWindow } from './credits';
 import { headerProblem } from './header-check';
 import { LentSource } from './lent-source';
 import { Message } from './message';
@@ -74,7 +74,7 @@ export interface MessageStats {
   cacheHits: number;
   /** Rendezvous receive buffers allocated (and registered). */
   receiveBuffers: number;
-  /** Messages received and not yet released: held by consumers, or waiting in `messages$` / `requests$` for one. */
+  /** Messages lent to consumers and not yet released (at most `depth`: more wait, unread by anyone, until some are released). */
   lent: number;
   /** Receives posted now (the pool's buffers not lent and not in flight). */
   posted: number;
@@ -101,6 +101,11 @@ interface Outgoing {
   reject(error: unknown): void;
 }
 
+/** A message that arrived: `lend` is set once it can be handed on. */
+interface Arrival {
+  lend: (() => void) | undefined;
+}
+
 interface Read {
   id: number;
   flags: number;
@@ -111,6 +116,8 @@ interface Read {
   /** The receive the descriptor came in: it stays with the message until released. */
   slot: number;
   dest?: Mr;
+  /** Its place among the arrivals. */
+  arrival?: Arrival;
 }
 
 /**
@@ -122,6 +129,9 @@ interface Read {
 const SEND_KIND = 0x40000000;
 const READ_KIND = 0x80000000;
 const READ_NUMBERS = 0x40000000;
+
+/** How long a flush or a retry failure waits for the disconnect that explains it (see `peerMayBeGone`). */
+const FLUSH_GRACE_MS = 1000;
 
 /**
  * The message layer on one connection (DESIGN §10): messages of any size
@@ -156,8 +166,21 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   /** Slots released this turn, reposted together (one postRecv). */
   private readonly toRepost: number[] = [];
   private repostQueued = false;
+  /** Messages and requests, in order. */
   private readonly outgoing = new RingQueue<Outgoing>();
+  /** Replies: they go ahead of our requests (credits.ts says why). */
+  private readonly replies = new RingQueue<Outgoing>();
+  /** DONEs: they go first, into the reserve. */
   private readonly urgent = new RingQueue<Outgoing>();
+  /** Ids of our requests that went and whose reply has not arrived (cancelled ones too). */
+  private readonly requestsOut = new Set<number>();
+  /**
+   * Messages in the order they arrived, until lent: a rendezvous is ready
+   * once READ, and the ones after it wait for it (see `handOn`).
+   */
+  private readonly inbox: Arrival[] = [];
+  /** Requests awaiting replies at most (set with the peer's depth). */
+  private requestLimit = 1;
   private readonly awaitingDone = new Map<number, { resolve(): void; reject(e: unknown): void; release(): void }>();
   private readonly reads = new Map<number, Read>();
   private readonly readQueue: Read[] = [];
@@ -174,6 +197,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private pumpQueued = false;
   private failure: unknown;
   private ended = false;
+  /** Set at the first flushed work request, until the disconnect or the grace ends the layer. */
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly counters: Omit<MessageStats, 'registrations' | 'cacheHits' | 'receiveBuffers' | 'posted'> = {
     sent: 0,
     rendezvousSent: 0,
@@ -397,6 +422,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   peerKnown(setup: Setup): void {
     this.peer = setup;
     this.credits = new CreditWindow(this.opts.depth, setup.depth);
+    this.requestLimit = requestWindow(setup.depth);
     for (const [slot, byteLen] of this.early.splice(0)) this.completionOk(slot, byteLen);
     this.pump();
   }
@@ -451,7 +477,10 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     }
     const credits = this.credits;
     // Nothing queued and room now: post at once; an eager message is copied, so it is done.
-    if (type === TYPE.EAGER && credits && !this.pumping && this.outgoing.length === 0 && this.urgent.length === 0 && this.freeSlots.length > 0 && credits.canSendData) {
+    if (
+      type === TYPE.EAGER && credits && !this.pumping && this.outgoing.length === 0 && this.replies.length === 0 && this.urgent.length === 0 &&
+      this.freeSlots.length > 0 && credits.canSendData && !(flags & FLAG.REQUEST && this.requestsOut.size >= this.requestLimit)
+    ) {
       try {
         this.post({ type, flags, id, bytes, length: bytes.length, resolve: noop, reject: noop });
       } catch (err) {
@@ -464,7 +493,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     return new Promise<void>((resolve, reject) => {
       const item: Outgoing = { type, flags, id, bytes, length: bytes.length, resolve, reject };
       queued?.(item);
-      this.outgoing.push(item);
+      (flags & FLAG.RESPONSE ? this.replies : this.outgoing).push(item);
       this.pump();
     });
   }
@@ -476,9 +505,11 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   }
 
   /**
-   * Posts what can go now, in order: DONEs first (they may use the
-   * reserve), then messages while credits last and, for a rendezvous,
-   * while fewer than the window await DONE; then a CREDIT if one is due.
+   * Posts what can go now: DONEs first (they may use the reserve), then
+   * replies, then messages and requests in order, while credits last, a
+   * rendezvous while fewer than the window await DONE, a request while
+   * fewer than the request window await replies; then a CREDIT if one is
+   * due.
    */
   private pump(): void {
     if (this.pumping || this.ended || !this.credits) return;
@@ -486,10 +517,17 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     try {
       const credits = this.credits;
       while (this.urgent.length > 0 && this.freeSlots.length > 0 && credits.canSendControl) this.post(this.urgent.shift()!);
-      while (this.urgent.length === 0 && this.outgoing.length > 0 && this.freeSlots.length > 0) {
-        if (!credits.canSendData) break;
-        if (this.outgoing.peek()!.type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
-        this.post(this.outgoing.shift()!);
+      for (const queue of [this.replies, this.outgoing]) {
+        while (this.urgent.length === 0 && queue.length > 0 && this.freeSlots.length > 0) {
+          if (!credits.canSendData) {
+            this.counters.creditStalls++;
+            break;
+          }
+          const head = queue.peek()!;
+          if (head.type === TYPE.RENDEZVOUS && this.awaitingDone.size >= this.window) break;
+          if (head.flags & FLAG.REQUEST && this.requestsOut.size >= this.requestLimit) break;
+          this.post(queue.shift()!);
+        }
       }
       if (credits.creditDue && credits.canSendControl && this.freeSlots.length > 0) {
         this.post({ type: TYPE.CREDIT, flags: 0, id: 0, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
@@ -548,7 +586,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       this.awaitingDone.set(rendezvous, { resolve: item.resolve, reject: item.reject, release: () => this.cache.done(entry) });
       id = rendezvous;
     }
-    const grant = this.credits!.spend();
+    if (item.flags & FLAG.REQUEST) this.requestsOut.add(item.id);
+    const grant = this.credits!.spend(item.type === TYPE.CREDIT);
     writeHeader(this.sendView, at, item.type, item.flags, grant, id, length);
     this.res.qp.postSend({ wrId: SEND_KIND + slot, sg: { mr: this.sendMr, offset: at, length: HEADER_BYTES + length } });
     if (item.type === TYPE.EAGER || item.type === TYPE.RENDEZVOUS) {
@@ -593,22 +632,42 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private completionFailed(wc: WorkCompletion): void {
     const wrId = Number(wc.wrId);
     const cause = new WorkCompletionError(wc);
+    let what: string;
     if (wrId < SEND_KIND) {
       this.posted--;
       // A SEND longer than a receive: the peer sent what was never agreed.
-      if (wc.status === 'LOC_LEN_ERR') this.protocol(`a SEND longer than ${this.slotBytes} bytes (maxEager ${this.opts.maxEager})`, cause);
-      else this.fail(new MessagesClosedError(`A receive completed ${wc.status}`, cause));
+      if (wc.status === 'LOC_LEN_ERR') return this.protocol(`a SEND longer than ${this.slotBytes} bytes (maxEager ${this.opts.maxEager})`, cause);
+      what = 'A receive';
     } else if (wrId >= READ_KIND) {
       const read = this.reads.get(wrId - READ_KIND);
       if (!read) return;
       this.reads.delete(wrId - READ_KIND);
       // The device is done with it: it may go back.
       this.pool.give(read.dest!);
-      this.fail(new MessagesClosedError(`A rendezvous READ completed ${wc.status}`, cause));
+      what = 'A rendezvous READ';
     } else {
       this.freeSlots.push(wrId - SEND_KIND);
-      this.fail(new MessagesClosedError(`A send completed ${wc.status}`, cause));
+      what = 'A send';
     }
+    const failure = new MessagesClosedError(`${what} completed ${wc.status}`, cause);
+    if (wc.status === 'WR_FLUSH_ERR' || wc.status === 'RETRY_EXC_ERR') this.peerMayBeGone(failure);
+    else this.fail(failure);
+  }
+
+  /**
+   * A flushed work request says only that the QP is in the error state,
+   * and a transport retry that ran out, that the peer stopped answering. A
+   * peer that closes does both (its QP is gone, ours is moved to the error
+   * state), and the CM event of its disconnect may reach this thread after
+   * the completions it caused: the layer waits for it, so a peer that
+   * closes ends the layer as a close, not as a failure. Any other way into
+   * the error state fails another work request first (and the layer with
+   * it); without a disconnect, the completion ends the layer a moment later.
+   */
+  private peerMayBeGone(failure: MessagesClosedError): void {
+    if (this.ended || this.flushTimer) return;
+    this.flushTimer = setTimeout(() => this.fail(failure), FLUSH_GRACE_MS);
+    this.flushTimer.unref?.();
   }
 
   private received(slot: number, byteLen: number): void {
@@ -621,11 +680,13 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     if (problem) return this.protocol(problem);
     const credits = this.credits!;
     if (!credits.possible(h.grant)) return this.protocol(`a grant of ${h.grant} receives, which it cannot have posted`);
-    if (credits.granted(h.grant)) this.pumpSoon();
+    if (credits.arrived(h.grant, h.type === TYPE.CREDIT)) this.pumpSoon();
     switch (h.type) {
       case TYPE.EAGER: {
+        if (h.flags & FLAG.RESPONSE && !this.requestsOut.delete(h.id)) return this.protocol(`a reply to request ${h.id}, which is not out`);
         const data = this.recvMr.buffer.subarray(at + HEADER_BYTES, at + HEADER_BYTES + h.length);
-        this.deliver(data, h.flags, h.id, false, () => this.repost(slot));
+        this.arrive().lend = () => this.lend(data, h.flags, h.id, false, () => this.repost(slot));
+        this.handOn();
         return;
       }
       case TYPE.RENDEZVOUS: {
@@ -641,6 +702,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
         if (read.length > this.opts.maxMessage) return this.protocol(`a message of ${read.length} bytes; this side takes at most ${this.opts.maxMessage}`);
         if (read.length <= this.opts.maxEager) return this.protocol(`a rendezvous of ${read.length} bytes, within maxEager`);
         if ((read.flags === 0) !== (read.reqId === 0)) return this.protocol(`a rendezvous with flags ${read.flags} and request id ${read.reqId}`);
+        if (read.flags & FLAG.RESPONSE && !this.requestsOut.delete(read.reqId)) return this.protocol(`a reply to request ${read.reqId}, which is not out`);
         this.startRendezvous(read);
         return;
       }
@@ -670,8 +732,14 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       this.counters.lateReplies++;
       this.repost(read.slot);
       this.queueDone(read.id, FLAG.CANCELLED);
+      // Its place in the order, if it had one, holds nothing up.
+      if (read.arrival) {
+        read.arrival.lend = noop;
+        this.handOn();
+      }
       return;
     }
+    read.arrival ??= this.arrive();
     if (this.reads.size >= this.opts.reads) {
       this.readQueue.push(read);
       return;
@@ -702,18 +770,37 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     const next = this.readQueue.shift();
     if (next) this.startRendezvous(next);
     const data = dest.buffer.subarray(0, read.length);
-    this.deliver(data, read.flags, read.reqId, true, () => {
-      this.pool.give(dest);
-      this.repost(read.slot);
-    });
+    read.arrival!.lend = () =>
+      this.lend(data, read.flags, read.reqId, true, () => {
+        this.pool.give(dest);
+        this.repost(read.slot);
+      });
+    this.handOn();
   }
 
   private queueDone(id: number, flags: number): void {
     this.urgent.push({ type: TYPE.DONE, flags, id, bytes: new Uint8Array(0), length: 0, resolve: noop, reject: noop });
   }
 
+  /** A message arrived: its place in the order of arrival. */
+  private arrive(): Arrival {
+    const arrival: Arrival = { lend: undefined };
+    this.inbox.push(arrival);
+    return arrival;
+  }
+
+  /**
+   * Lends the messages that arrived, in order: each once it is ready (a
+   * rendezvous once READ) and every one before it was lent, while fewer
+   * than `depth` are lent (the receive a CREDIT lends to data can bring
+   * the peer's one more; it waits here until one is released).
+   */
+  private handOn(): void {
+    while (this.inbox.length > 0 && this.inbox[0].lend && this.counters.lent < this.opts.depth) this.inbox.shift()!.lend!();
+  }
+
   /** Hands a received message to whoever takes it: a waiting request, `requests$` or `messages$`. */
-  private deliver(data: Buffer, flags: number, id: number, rendezvous: boolean, giveBack: () => void): void {
+  private lend(data: Buffer, flags: number, id: number, rendezvous: boolean, giveBack: () => void): void {
     this.counters.received++;
     this.counters.bytesReceived += data.length;
     if (rendezvous) this.counters.rendezvousReceived++;
@@ -721,6 +808,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     const back = () => {
       this.counters.lent--;
       giveBack();
+      this.handOn();
     };
     if (flags & FLAG.RESPONSE) {
       const waiting = this.pendingRequests.get(id);
@@ -791,10 +879,14 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private end(err: unknown): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.flushTimer);
     this.failure = err;
+    // What arrived is handed on before anything fails: nothing is lost (a
+    // rendezvous still being READ is lost with the connection).
+    for (const arrival of this.inbox.splice(0)) arrival.lend?.();
     const error = this.closedError();
     // A request counts once: as a request, not also as its unsent message.
-    for (const item of [...this.urgent.drain(), ...this.outgoing.drain()]) {
+    for (const item of [...this.urgent.drain(), ...this.replies.drain(), ...this.outgoing.drain()]) {
       if (item.type !== TYPE.DONE && !(item.flags & FLAG.REQUEST)) this.counters.failed++;
       item.reject(error);
     }

@@ -31,19 +31,21 @@ describe('flow over the virtual CM', () => {
         p.server.messages$.subscribe((m) => held.push(m));
         sends = ['a', 'b', 'c', 'd', 'e', 'f'].map((text) => p.client.send(text));
       });
-      // The consumer releases one message at each of these frames; every
-      // second release returns two credits (one CREDIT message, a hop away).
+      // The consumer releases one message at each of these frames. The
+      // client is stuck on the server's reserve, so each release goes back
+      // at once (a CREDIT, a hop away) although the threshold is 2: a
+      // receive kept unannounced could be the one the client waits for.
       helpers.hot('----------r-r---r-r---r-r').subscribe(() => held.shift()!.release());
-      // two go at 6; two at 13 (the CREDIT of 12); two at 19 (that of 18); closed at 30
-      const arrivals = '7ms (ab) 3ms (cd) 2ms (ef) 6ms |';
+      // two go at 6; then one a hop after each release's CREDIT; closed at 30
+      const arrivals = '7ms (ab) 1ms c 1ms d 3ms e 1ms f 9ms |';
       helpers.expectObservable(timer(6).pipe(mergeMap(() => p.server.messages$.pipe(map((m) => m.text()))))).toBe(arrivals);
       timer(30).subscribe(() => {
-        // The client owes back the receives the server's three CREDITs took
+        // The client owes back the receives the server's six CREDITs took
         // (its threshold at depth 2 is 2): one CREDIT of its own, which the
-        // server's threshold then lets rest.
+        // server then lets rest.
         expect(p.client.stats).toMatchObject({ sent: 6, creditMessages: 1 });
         expect(p.client.stats.creditStalls).toBeGreaterThanOrEqual(2);
-        expect(p.server.stats).toMatchObject({ received: 6, creditMessages: 3, lent: 0 });
+        expect(p.server.stats).toMatchObject({ received: 6, creditMessages: 6, lent: 0 });
         p.close();
       });
     });
