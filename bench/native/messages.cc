@@ -7,7 +7,7 @@
 //
 // Each side keeps `depth` data receives posted plus the credit reserve
 // (credits.ts's rules: threshold max(2, depth / 4), reserve
-// ceil(depth / threshold) + 2, without the DONE part), one send buffer per receive, every send
+// ceil(depth / threshold) + 4, without the DONE part), one send buffer per receive, every send
 // signaled; a data SEND goes only while the peer has more than the reserve
 // free, a CREDIT (a header alone) once this side owes the threshold. Both
 // threads sleep on their completion channels (event mode, as the layer's
@@ -84,7 +84,7 @@ uint32_t Threshold(uint32_t depth) { return depth / 4 > 2 ? depth / 4 : 2; }
 // The CREDIT part of the reserve only: the protocol's reserve adds min(depth, 16)
 // receives for DONEs, and this pair (which talks only to itself) sends no
 // rendezvous, so it neither sends nor awaits a DONE.
-uint32_t Reserve(uint32_t depth) { return (depth + Threshold(depth) - 1) / Threshold(depth) + 2; }
+uint32_t Reserve(uint32_t depth) { return (depth + Threshold(depth) - 1) / Threshold(depth) + 4; }
 uint32_t Receives(uint32_t depth) { return depth + Reserve(depth); }
 
 // ---- one side ---------------------------------------------------------------------

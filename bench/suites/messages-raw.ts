@@ -240,9 +240,9 @@ export class Credits {
   private sent = 0;
   private posted: number;
   private announced: number;
-  /** Threshold and reserve for depth 64: max(2, 64 / 4) and ceil(64 / 16) + 2 + min(64, 16) (the rendezvous window). */
+  /** Threshold and reserve for depth 64: max(2, 64 / 4) and ceil(64 / 16) + 4 + min(64, 16) (the rendezvous window). */
   private readonly threshold = 16;
-  private readonly reserve = 22;
+  private readonly reserve = 24;
 
   constructor(receives: number) {
     this.posted = this.announced = this.peerPosted = receives;

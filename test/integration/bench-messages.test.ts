@@ -25,8 +25,8 @@ describe("the messages bench's wire-format floor against the message layer", () 
   it('its messages reach messages$ and the layer\'s reach it, on credits both ways: no RNR, nothing lost, in order', async () => {
     const listener = listen({ host: '127.0.0.1', port: 0 });
     const accepted = firstValueFrom(listener.requests$).then((r) => acceptMessages(r));
-    // What the layer asks of a peer of depth 64: 86 receives (64 and the reserve: 6 for CREDITs, 16 for DONEs), 90 sends.
-    const conn = await connect({ host: '127.0.0.1', port: listener.address!.port, rnrRetryCount: 0, privateData: setupBytes(), cap: { maxSendWr: 90, maxRecvWr: 86 }, cqe: 90 });
+    // What the layer asks of a peer of depth 64: 88 receives (64 and the reserve: 8 for CREDITs, 16 for DONEs), 92 sends.
+    const conn = await connect({ host: '127.0.0.1', port: listener.address!.port, rnrRetryCount: 0, privateData: setupBytes(), cap: { maxSendWr: 92, maxRecvWr: 88 }, cqe: 92 });
     const layer = await accepted;
     const end = new RawEnd(conn);
     try {
