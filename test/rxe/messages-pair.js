@@ -8,7 +8,7 @@
 //   node test/rxe/messages-pair.js clients <host> <port>
 //       MSG_CLIENTS connections (default 8) share MSG_REQUESTS requests
 //       (default 10000) of random sizes from 0 B to MSG_MAX bytes (default
-//       16 MiB, log-uniform: eager and rendezvous both ways); every byte of
+//       16 MiB; eager and rendezvous both ways, see size()); every byte of
 //       every reply is checked; then one "done" request ends the server
 //   MSG_SERVER_UNTIL=ended node test/rxe/messages-pair.js server <host> <port>
 //       the same, until its first connection ends (the killed case)
@@ -72,10 +72,22 @@ function intact(data) {
   const n = data.readUInt32LE(0);
   return data.readUInt32LE(4) === data.length && payload(data.length, n).equals(data);
 }
-/** Log-uniform in [0, MAX]: most requests small, some near MAX. */
-function size(rand) {
+/**
+ * Sizes in [0, MAX]: 5% empty; LARGE of the rest log-uniform over
+ * (maxEager, MAX] (rendezvous), the others log-uniform over [1, maxEager]
+ * (eager). Every client's first two requests are 0 B and MAX. LARGE is 1
+ * for the old all-log-uniform mix; 0.03 (the default) keeps 10,000
+ * requests near the volume of 1,000 all-log-uniform ones (~1 GiB each
+ * way), which TCG guests move in a few minutes.
+ */
+const LARGE = Number(process.env.MSG_LARGE ?? 0.03);
+function size(rand, nth) {
+  if (nth === 0) return 0;
+  if (nth === 1) return MAX;
   if (rand() < 0.05) return 0;
-  return Math.min(MAX, Math.floor(Math.exp(rand() * Math.log(MAX + 1))));
+  const eager = MESSAGES.maxEager;
+  if (rand() >= LARGE) return Math.floor(Math.exp(rand() * Math.log(eager + 1)));
+  return Math.min(MAX, eager + 1 + Math.floor(Math.exp(rand() * Math.log(MAX - eager))));
 }
 function prng(seed) {
   let x = seed >>> 0 || 1;
@@ -151,10 +163,10 @@ async function clients(host, port) {
   await Promise.all(
     conns.map(async (mc, c) => {
       const rand = prng(0x9e3779b9 ^ (c + 1));
-      for (;;) {
+      for (let nth = 0; ; nth++) {
         const n = next++;
         if (n >= REQUESTS) return;
-        const req = payload(size(rand), n);
+        const req = payload(size(rand, nth), n);
         const reply = await mc.request(req);
         check(reply.data.equals(req), `the reply to request ${n} (${req.length} bytes) differs`);
         reply.release();

@@ -83,6 +83,28 @@ const rpcExample = {
   },
 };
 
+// examples/09: 4 writers, then a reader, from b; values to 3 MiB by
+// rendezvous both ways, every value checked. The server exits once the 5
+// have left, with its totals.
+const kvExample = {
+  name: 'examples/09-kv-service: server on a, 4 writers and a reader on b, every value checked',
+  timeout: 240,
+  server: {
+    on: 'a',
+    cmd: 'node examples/09-kv-service/server.js --host "$RXV_SELF" --port "$RXV_PORT" --clients 5',
+    expect: [/^kv server: 12 keys, 12\.3 MiB; by rendezvous 32 values in, 48 out; \d+ registrations, \d+ cache hits$/],
+  },
+  client: {
+    on: 'b',
+    cmd: 'node examples/09-kv-service/client.js --host "$RXV_PEER" --port "$RXV_PORT" --clients 4',
+    expect: [
+      /^4 clients, 144 requests \(56 PUT, 72 GET, 16 DELETE\), 0 wrong$/,
+      /^1 more client read all 28 keys twice: 12 values, 16 deleted, 0 wrong$/,
+      /^a value past the server's limit: refused before sending \(RangeError\)$/,
+    ],
+  },
+};
+
 // Faults with ours on both sides. -C 0 pings until stopped.
 const oursForever = {
   server: { on: 'a', cmd: `${OURS} rping -s -a "$RXV_SELF" -p "$RXV_PORT" -v` },
@@ -118,6 +140,7 @@ module.exports = [
   rdmaPair('ours', 'ours'),
   persistent,
   rpcExample,
+  kvExample,
   oursPeerKilled,
   oursDeviceRemoved,
 ];
