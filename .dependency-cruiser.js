@@ -1,7 +1,7 @@
 /**
  * The layering of DESIGN.md §1, checked by `npm run lint:deps`:
  *
- *   core <- observables <- verbs (<- native) <- cm <- operators, messages <- cli / examples
+ *   core <- observables <- verbs (<- native) <- cm <- operators, messages <- streams <- cli / examples
  *   completion, testing: core, observables and RxJS only
  *
  * Each folder under src/ names the folders it may import; anything else is an
@@ -21,6 +21,7 @@ const MAY_IMPORT = {
   cm: ['core', 'observables', 'native', 'verbs'],
   operators: ['core', 'observables', 'native', 'verbs', 'cm'],
   messages: ['core', 'observables', 'native', 'verbs', 'cm'],
+  streams: ['core', 'observables', 'verbs', 'cm', 'messages'],
 };
 
 const layerRules = Object.entries(MAY_IMPORT).map(([layer, allowed]) => ({

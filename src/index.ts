@@ -8,3 +8,4 @@ export * from './cm';
 export * from './operators';
 export * from './completion';
 export * from './messages';
+export * from './streams';

@@ -15,3 +15,4 @@ export type { Grh } from './grh';
 export * from './cm';
 export * from './cm-errors';
 export * from './message-errors';
+export * from './stream-errors';

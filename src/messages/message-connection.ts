@@ -199,6 +199,8 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   private ended = false;
   /** Set at the first flushed work request, until the disconnect or the grace ends the layer. */
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Callers of `flush()` waiting for the wire to go quiet. */
+  private readonly flushWaiters: Array<{ resolve(): void; reject(err: unknown): void }> = [];
   private readonly counters: Omit<MessageStats, 'registrations' | 'cacheHits' | 'receiveBuffers' | 'posted'> = {
     sent: 0,
     rendezvousSent: 0,
@@ -415,6 +417,39 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
     this.destroy();
   }
 
+  /**
+   * Settles once everything given to `send()`, `request()` and `reply()` so
+   * far has gone and the peer's device took it: each SEND completed (on a
+   * reliable connection, the peer acknowledged it) and each rendezvous was
+   * READ (its DONE came back). A `close()` after it loses nothing this side
+   * sent; a `close()` before may (disconnecting flushes what is still on
+   * the wire). Rejects with {@link MessagesClosedError} when the layer ends
+   * first.
+   *
+   * ```ts
+   * await mc.send(lastRecord);
+   * await mc.flush();
+   * mc.close();
+   * ```
+   */
+  flush(): Promise<void> {
+    if (this.ended) return Promise.reject(this.closedError());
+    if (this.quiet) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => this.flushWaiters.push({ resolve, reject }));
+  }
+
+  /** Nothing of ours is queued, awaiting a DONE, or posted and not completed. */
+  private get quiet(): boolean {
+    return (
+      this.outgoing.length === 0 && this.replies.length === 0 && this.urgent.length === 0 && this.awaitingDone.size === 0 && this.freeSlots.length === this.receives
+    );
+  }
+
+  private settleFlushes(): void {
+    if (this.flushWaiters.length === 0 || !this.quiet) return;
+    for (const w of this.flushWaiters.splice(0)) w.resolve();
+  }
+
 
   // ---- set-up ---------------------------------------------------------------------
 
@@ -440,10 +475,30 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       throw this.failure instanceof Error ? this.failure : this.closedError();
     }
     connection.disconnected$.subscribe({
-      next: (d) => this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed')),
+      next: (d) => {
+        this.drainCompletions();
+        this.end(new MessagesClosedError(d.by === 'peer' ? 'The peer disconnected' : 'The connection was closed'));
+      },
       error: (err: unknown) => this.end(new MessagesClosedError('The connection failed', err)),
     });
     return this as unknown as MessageConnection<C>;
+  }
+
+  /**
+   * The peer's disconnect and the completions of what it sent before it
+   * wake this thread through different descriptors, in either order: what
+   * the CQs hold is handled before the layer ends, so nothing the peer sent
+   * (and saw acknowledged) is lost to the race.
+   */
+  private drainCompletions(): void {
+    if (this.ended) return;
+    for (const cq of new Set([this.res.recvCq, this.res.sendCq])) {
+      try {
+        for (let batch = cq.poll(64); batch.length > 0 && !this.ended; batch = cq.poll(64)) this.completions(batch);
+      } catch {
+        // A CQ closed under the connection: its end says why.
+      }
+    }
   }
 
   /** @internal Set-up failed: release what was made (the connection's resources go with the attempt). */
@@ -615,6 +670,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       }
     }
     this.pump();
+    this.settleFlushes();
   }
 
   /** One successful completion; whatever goes wrong in it ends the layer, never the process. */
@@ -901,6 +957,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
       p.error(error);
     }
     this.pendingRequests.clear();
+    for (const w of this.flushWaiters.splice(0)) w.reject(error);
     this.readQueue.length = 0;
     // A clean end completes the sources, a failure errors them; what arrived stays takeable first.
     const clean = err instanceof MessagesClosedError && err.cause === undefined;
