@@ -7,13 +7,13 @@
 
 #include <cstring>
 
-#include "context.h"
-#include "cq.h"
-#include "pd.h"
+#include "wrap/context.h"
+#include "wrap/cq.h"
+#include "wrap/pd.h"
 #include "util/errors.h"
 #include "util/js_values.h"
 #include "util/uv_guard.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 namespace bench {

@@ -1,9 +1,9 @@
-#include "cm/cm_id.h"
+#include "wrap/cm_id.h"
 
-#include "cm/cm_channel.h"
-#include "cm/cm_js.h"
-#include "context.h"
-#include "qp.h"
+#include "wrap/cm_channel.h"
+#include "wrap/cm_js.h"
+#include "wrap/context.h"
+#include "wrap/qp.h"
 
 namespace rxv {
 

@@ -1,10 +1,10 @@
-#include "faults.h"
+#include "wrap/faults.h"
 
 #include <cerrno>
 
-#include "channel.h"
-#include "context.h"
-#include "cq.h"
+#include "wrap/channel.h"
+#include "wrap/context.h"
+#include "wrap/cq.h"
 #include "util/js_values.h"
 
 namespace rxv {

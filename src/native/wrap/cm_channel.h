@@ -10,8 +10,8 @@
 #include <set>
 
 #include "cm/cm_provider.h"
-#include "poller.h"
-#include "util/wrap.h"
+#include "wrap/poller.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,13 +1,13 @@
-#include "context.h"
+#include "wrap/context.h"
 
 #include <cerrno>
 
-#include "channel.h"
-#include "cq.h"
-#include "faults.h"
-#include "pd.h"
-#include "qp.h"
-#include "srq.h"
+#include "wrap/channel.h"
+#include "wrap/cq.h"
+#include "wrap/faults.h"
+#include "wrap/pd.h"
+#include "wrap/qp.h"
+#include "wrap/srq.h"
 #include "util/js_values.h"
 
 namespace rxv {
@@ -169,7 +169,7 @@ Napi::Value ContextWrap::CreateCompChannel(const Napi::CallbackInfo& info) {
 // createCq(cqe, channel | null, compVector)
 Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // Arguments first (util/wrap.h), then the native objects.
+  // Arguments first (wrap/wrap.h), then the native objects.
   uint32_t cqe = ArgU32(info, 0, "cqe", 1, 1u << 30);
   ChannelWrap* chw = nullptr;
   if (!info[1].IsNull() && !info[1].IsUndefined()) {

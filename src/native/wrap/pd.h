@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,4 +1,4 @@
-#include "cm/cm_js.h"
+#include "wrap/cm_js.h"
 
 #include <cmath>
 #include <string>

@@ -1,13 +1,13 @@
-#include "qp.h"
+#include "wrap/qp.h"
 
 #include <type_traits>
 
-#include "cq.h"
-#include "mr.h"
-#include "pd.h"
+#include "wrap/cq.h"
+#include "wrap/mr.h"
+#include "wrap/pd.h"
 #include "util/js_values.h"
-#include "ud_wrs.h"
-#include "wr_codec.h"
+#include "wrap/ud_wrs.h"
+#include "wrap/wr_codec.h"
 
 namespace rxv {
 

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

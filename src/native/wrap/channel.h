@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "provider/provider.h"
-#include "poller.h"
+#include "wrap/poller.h"
 #include "util/batch_slab.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,7 +1,7 @@
-#include "srq.h"
+#include "wrap/srq.h"
 
-#include "pd.h"
-#include "qp.h"
+#include "wrap/pd.h"
+#include "wrap/qp.h"
 
 namespace rxv {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

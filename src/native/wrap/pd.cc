@@ -1,9 +1,9 @@
-#include "pd.h"
+#include "wrap/pd.h"
 
-#include "cq.h"
-#include "mr.h"
-#include "qp.h"
-#include "srq.h"
+#include "wrap/cq.h"
+#include "wrap/mr.h"
+#include "wrap/qp.h"
+#include "wrap/srq.h"
 
 namespace rxv {
 

@@ -1,9 +1,9 @@
-#include "poller.h"
+#include "wrap/poller.h"
 
 #include <cstdio>
 #include <string>
 
-#include "addon.h"
+#include "wrap/addon.h"
 #include "util/deliver.h"
 #include "util/errors.h"
 

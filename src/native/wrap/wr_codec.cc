@@ -1,4 +1,4 @@
-#include "wr_codec.h"
+#include "wrap/wr_codec.h"
 
 #include <cstring>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 
@@ -32,7 +32,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   void set_type(uint32_t type) { type_ = type; }
 
  private:
-  friend class CmIdWrap;  // cm/cm_id.cc moves QPs as the CM says (modifyQp)
+  friend class CmIdWrap;  // cm_id.cc moves QPs as the CM says (modifyQp)
   const char* kind() const override { return "queue pair"; }
   Qp* Checked(Napi::Env env, const char* verb) const {
     ThrowIfClosed(env, verb);

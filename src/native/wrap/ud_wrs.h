@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "ah.h"
+#include "wrap/ah.h"
 
 namespace rxv {
 

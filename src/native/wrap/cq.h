@@ -12,7 +12,7 @@
 #include "provider/provider.h"
 #include "rules/event_ledger.h"
 #include "util/batch_slab.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "cm/cm_provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,8 +1,8 @@
-#include "cm/cm_channel.h"
+#include "wrap/cm_channel.h"
 
 #include <vector>
 
-#include "cm/cm_id.h"
+#include "wrap/cm_id.h"
 #include "rules/refusals.h"
 
 namespace rxv {

@@ -1,6 +1,6 @@
-#include "mr.h"
+#include "wrap/mr.h"
 
-#include "pd.h"
+#include "wrap/pd.h"
 
 namespace rxv {
 

@@ -1,6 +1,6 @@
-#include "ah.h"
+#include "wrap/ah.h"
 
-#include "pd.h"
+#include "wrap/pd.h"
 #include "util/js_values.h"
 
 namespace rxv {

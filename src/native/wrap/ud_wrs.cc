@@ -1,4 +1,4 @@
-#include "ud_wrs.h"
+#include "wrap/ud_wrs.h"
 
 namespace rxv {
 

@@ -7,7 +7,7 @@
 #include <napi.h>
 
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,4 +1,4 @@
-#include "cq.h"
+#include "wrap/cq.h"
 
 #include <sched.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "channel.h"
+#include "wrap/channel.h"
 #include "util/uv_guard.h"
 
 namespace rxv {

@@ -1,6 +1,6 @@
-#include "channel.h"
+#include "wrap/channel.h"
 
-#include "cq.h"
+#include "wrap/cq.h"
 #include "rules/refusals.h"
 
 

@@ -10,7 +10,7 @@
 #include <new>
 #include <string>
 
-#include "addon.h"
+#include "wrap/addon.h"
 #include "util/closable.h"
 #include "util/errors.h"
 #include "util/wrap_registry.h"

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "provider/provider.h"
-#include "poller.h"
-#include "util/wrap.h"
+#include "wrap/poller.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -9,7 +9,7 @@
 
 #include "memory/pinned.h"
 #include "provider/provider.h"
-#include "util/wrap.h"
+#include "wrap/wrap.h"
 
 namespace rxv {
 

@@ -1,24 +1,24 @@
-#include "addon.h"
+#include "wrap/addon.h"
 
 #include <dlfcn.h>
 
 #include <mutex>
 
-#include "ah.h"
-#include "channel.h"
-#include "cm/cm_channel.h"
-#include "cm/cm_id.h"
+#include "wrap/ah.h"
+#include "wrap/channel.h"
+#include "wrap/cm_channel.h"
+#include "wrap/cm_id.h"
 #include "cm/rdmacm/rdmacm_loader.h"
 #include "cm/cm_address.h"
 #include "cm/soft/soft_cm.h"
-#include "context.h"
-#include "cq.h"
-#include "faults.h"
-#include "mr.h"
-#include "pd.h"
+#include "wrap/context.h"
+#include "wrap/cq.h"
+#include "wrap/faults.h"
+#include "wrap/mr.h"
+#include "wrap/pd.h"
 #include "provider/provider.h"
-#include "qp.h"
-#include "srq.h"
+#include "wrap/qp.h"
+#include "wrap/srq.h"
 #include "util/errors.h"
 #include "util/js_values.h"
 
@@ -38,7 +38,7 @@ static void PinLibrary() {
   });
 }
 
-// One distinct type tag per wrapped class (util/wrap.h, TaggedWrap): a tag
+// One distinct type tag per wrapped class (wrap/wrap.h, TaggedWrap): a tag
 // shared by two classes would let one pass for the other.
 namespace {
 constexpr napi_type_tag kTags[] = {ContextWrap::kTypeTag, PdWrap::kTypeTag, MrWrap::kTypeTag,
