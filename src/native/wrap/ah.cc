@@ -14,47 +14,7 @@ Napi::Function AhWrap::Init(Napi::Env env) {
 }
 
 Napi::Object AhWrap::New(Napi::Env env, std::unique_ptr<Ah> ah, Napi::Object pd) {
-  Ah* raw = ah.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->ah_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
-  SetHidden(o, kParentKey, pd);
-  return o;
-}
-
-AhWrap::AhWrap(const Napi::CallbackInfo& info) : TaggedWrap<AhWrap>(info), Lifetime(info.Env()) {
-  Ah* raw = TakeToken<Ah>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(), "Ah cannot be constructed directly: use pd.createAh()");
-  }
-  ah_.reset(raw);
-  ah_->user = this;
-}
-
-void AhWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    ah_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
-  ah_.reset();
-}
-
-Napi::Value AhWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value AhWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
+  return Wrap(env, std::move(ah), pd);
 }
 
 static uint32_t AvField(Napi::Env env, Napi::Object o, const char* key, uint32_t dflt, uint32_t max) {

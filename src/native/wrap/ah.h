@@ -12,30 +12,19 @@
 
 namespace rxv {
 
-class AhWrap : public TaggedWrap<AhWrap>, public Lifetime {
+class AhWrap : public ProviderWrap<AhWrap, Ah> {
  public:
   static constexpr const char* kClassName = "Ah";
   static constexpr napi_type_tag kTypeTag = {0x5d3c1f0be7a94a21ull, 0x8e61c2b9d04f7a35ull};
+  static constexpr rules::Kind kKind = rules::Kind::kAh;
+  static constexpr const char* kWhat = "address handle";
+  static constexpr const char* kMadeBy = "pd.createAh()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::ah_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Ah> ah, Napi::Object pd);
 
-  explicit AhWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~AhWrap() override { CloseQuietly(); }
-  AhWrap(const AhWrap&) = delete;
-  AhWrap& operator=(const AhWrap&) = delete;
-
-  Ah* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return ah_.get();
-  }
-  void Close(bool force) override;
-
- private:
-  const char* kind() const override { return "address handle"; }
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
-
-  std::unique_ptr<Ah> ah_;
 };
 
 // An address vector from its JS form { portNum, dlid, sl, dgid, sgidIndex,

@@ -27,72 +27,21 @@ Napi::Function ChannelWrap::Init(Napi::Env env) {
 
 Napi::Object ChannelWrap::New(Napi::Env env, std::unique_ptr<Channel> ch,
                               Napi::Object context) {
-  Channel* raw = ch.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->channel_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
-  SetHidden(o, kParentKey, context);
-  return o;
+  return Wrap(env, std::move(ch), context);
 }
 
-ChannelWrap::ChannelWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<ChannelWrap>(info),
-      Lifetime(info.Env()),
-      poller_(addon_, "completion channel", "rx-verbs:channel") {
-  Channel* raw = TakeToken<Channel>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(
-        info.Env(),
-        "CompletionChannel cannot be constructed directly: use context.createCompChannel()");
-  }
-  ch_.reset(raw);
-  ch_->user = this;
-}
-
-void ChannelWrap::Close(bool force) {
-  if (closed()) return;
+void ChannelWrap::BeforeDestroy(bool force) {
   if (!force) rules::RefuseBusy(rules::Kind::kChannel, rules::Users::Of(rules::Kind::kCq, cqs_.size()));
-  // The fd dies with the channel: stop reading it first, and read again if
-  // the channel refuses to go.
-  bool was_reading = poller_.Pause();
-  try {
-    ch_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) {
-      if (was_reading) poller_.Resume();
-      throw;
-    }
-  }
-  BeginClose();
-  poller_.Close();
-  DetachCqs();
-  ch_.reset();
 }
 
-// CQs left when the channel goes at teardown or GC must not point at it.
-void ChannelWrap::DetachCqs() {
+void ChannelWrap::Released() {
   for (CqWrap* cq : cqs_) cq->DetachChannel();
   cqs_.clear();
 }
 
-Napi::Value ChannelWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value ChannelWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
-}
-
 Napi::Value ChannelWrap::Fd(const Napi::CallbackInfo& info) {
   if (closed()) return Napi::Number::New(info.Env(), -1);
-  return Napi::Number::New(info.Env(), ch_->fd());
+  return Napi::Number::New(info.Env(), native()->fd());
 }
 
 Napi::Value ChannelWrap::Budget(const Napi::CallbackInfo& info) {
@@ -122,7 +71,7 @@ static napi_value LiveWrapper(napi_env env, CqWrap& w) {
 CqWrap* ChannelWrap::ReadOne(bool* got_any) {
   for (;;) {
     Cq* cq = nullptr;
-    if (!ch_->get_event(&cq)) return nullptr;
+    if (!native()->get_event(&cq)) return nullptr;
     *got_any = true;
     auto* w = cq ? static_cast<CqWrap*>(cq->user) : nullptr;
     if (!w) continue;  // its CQ is being released at teardown

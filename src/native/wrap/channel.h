@@ -20,34 +20,33 @@ namespace rxv {
 
 class CqWrap;
 
-class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
+class ChannelWrap : public ProviderWrap<ChannelWrap, Channel> {
  public:
   static constexpr const char* kClassName = "CompletionChannel";
   static constexpr napi_type_tag kTypeTag = {0x4965b4abc4ecbf8eull, 0x41f831d5310d522eull};
+  static constexpr rules::Kind kKind = rules::Kind::kChannel;
+  static constexpr const char* kWhat = "completion channel";
+  static constexpr const char* kMadeBy = "context.createCompChannel()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::channel_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Channel> ch,
                           Napi::Object context);
 
-  explicit ChannelWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~ChannelWrap() override { CloseQuietly(); }
-  ChannelWrap(const ChannelWrap&) = delete;
-  ChannelWrap& operator=(const ChannelWrap&) = delete;
 
-  Channel* channel() const { return ch_.get(); }
-  Channel* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return ch_.get();
-  }
   Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   void AddCq(CqWrap* cq) { cqs_.insert(cq); }
   void RemoveCq(CqWrap* cq) { cqs_.erase(cq); }
-  void DetachCqs();
-  void Close(bool force) override;
 
  private:
-  const char* kind() const override { return "completion channel"; }
+  friend ProviderWrap;
+  void BeforeDestroy(bool force);
+  Poller* watcher() { return &poller_; }
+  // CQs left when the channel goes at teardown or GC must not point at it.
+  void Released();
+
   Napi::Value Fd(const Napi::CallbackInfo& info);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value TryGetEvent(const Napi::CallbackInfo& info);
   Napi::Value SetOwner(const Napi::CallbackInfo& info);
   Napi::Value Watch(const Napi::CallbackInfo& info);
@@ -58,7 +57,6 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   Napi::Value Budget(const Napi::CallbackInfo& info);
   void SetBudget(const Napi::CallbackInfo& info, const Napi::Value& v);
   Napi::Value Wakeups(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   // One wakeup's reading (Poller::Read).
   void Read(napi_env env, Poller::Wakeup& out);
@@ -75,12 +73,11 @@ class ChannelWrap : public TaggedWrap<ChannelWrap>, public Lifetime {
   bool ServiceFast(napi_env env, napi_value* out);
   void ApplyRef();
 
-  std::unique_ptr<Channel> ch_;
   std::set<CqWrap*> cqs_;
   // Wakeups go to the owner's handleWakeup(events, fastCqs, fastResults,
   // byteOffsets, counts). The owner is weak,
   // except while watching (held): a subscription then owns the channel.
-  Poller poller_;
+  Poller poller_{addon_, "completion channel", "rx-verbs:channel"};
   bool want_ref_ = true;
   uint32_t budget_ = 1024;
   std::vector<CqWrap*> explicit_;  // reused across wakeups

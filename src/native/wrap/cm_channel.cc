@@ -41,57 +41,15 @@ Napi::Function CmChannelWrap::Init(Napi::Env env) {
 }
 
 Napi::Object CmChannelWrap::New(Napi::Env env, cm::CmProvider& provider, std::unique_ptr<cm::Channel> ch) {
-  cm::Channel* raw = ch.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->cm_channel_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    delete raw;  // a channel without ids: its destructor releases it
-    throw;
-  }
+  Napi::Object o = Wrap(env, std::move(ch));
   Unwrap(o)->provider_ = &provider;
   return o;
 }
 
-CmChannelWrap::CmChannelWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<CmChannelWrap>(info), Lifetime(info.Env()), poller_(addon_, "CM event channel", "rx-verbs:cm") {
-  cm::Channel* raw = TakeToken<cm::Channel>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(), "CmChannel cannot be constructed directly: use createCmChannel()");
-  }
-  ch_.reset(raw);
-  ch_->user = this;
-}
-
-void CmChannelWrap::Close(bool force) {
-  if (closed()) return;
+void CmChannelWrap::BeforeDestroy(bool force) {
   if (!force) rules::RefuseBusy(rules::Kind::kCmChannel, rules::Users::Of(rules::Kind::kCmId, ids_.size()));
-  // Teardown or GC with ids left: they go first (ids before their channel).
   for (CmIdWrap* id : std::vector<CmIdWrap*>(ids_.begin(), ids_.end())) id->Close(true);
   ids_.clear();
-  bool was_reading = poller_.Pause();
-  try {
-    ch_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) {
-      if (was_reading) poller_.Resume();
-      throw;
-    }
-  }
-  BeginClose();
-  poller_.Close();
-  ch_->user = nullptr;
-  ch_.reset();
-}
-
-Napi::Value CmChannelWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value CmChannelWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 Napi::Value CmChannelWrap::ProviderName(const Napi::CallbackInfo& info) {
@@ -99,7 +57,7 @@ Napi::Value CmChannelWrap::ProviderName(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value CmChannelWrap::Fd(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), closed() ? -1 : ch_->fd());
+  return Napi::Number::New(info.Env(), closed() ? -1 : native()->fd());
 }
 
 // setOwner(owner): wakeups go to owner.handleCmEvents(events).
@@ -191,7 +149,7 @@ Napi::Array CmChannelWrap::ReadBatch(Napi::Env env, uint32_t budget) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < budget && !closed(); i++) {
     cm::Event ev;
-    if (!Guard(env, [&] { return ch_->get_event(&ev); })) break;
+    if (!Guard(env, [&] { return native()->get_event(&ev); })) break;
     CmIdWrap::StepOutcome step;
     if (ev.type != cm::event_type::CONNECT_REQUEST && ev.id && ev.id->user) {
       step = static_cast<CmIdWrap*>(ev.id->user)->TakeStep(ev);

@@ -33,18 +33,7 @@ Napi::Function CmIdWrap::Init(Napi::Env env) {
 
 Napi::Object CmIdWrap::New(Napi::Env env, std::unique_ptr<cm::Id> id, Napi::Object channel) {
   CmChannelWrap* chw = CmChannelWrap::Unwrap(channel);
-  cm::Id* raw = id.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->cm_id_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try {
-      raw->destroy();
-    } catch (...) {
-    }
-    delete raw;
-    throw;
-  }
+  Napi::Object o = Wrap(env, std::move(id));
   CmIdWrap* w = Unwrap(o);
   // The channel is a parent: the id keeps it alive. Writable, because
   // migrate() moves the id to another channel.
@@ -54,49 +43,23 @@ Napi::Object CmIdWrap::New(Napi::Env env, std::unique_ptr<cm::Id> id, Napi::Obje
   return o;
 }
 
-CmIdWrap::CmIdWrap(const Napi::CallbackInfo& info) : TaggedWrap<CmIdWrap>(info), Lifetime(info.Env()) {
-  cm::Id* raw = TakeToken<cm::Id>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(), "CmId cannot be constructed directly: use cmChannel.createId()");
-  }
-  id_.reset(raw);
-  id_->user = this;
-}
-
-void CmIdWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    id_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
+void CmIdWrap::Released() {
   route_ms_ = -1;
   if (!establish_qp_.IsEmpty()) establish_qp_.Reset();
   if (chw_) chw_->RemoveId(this);
   chw_ = nullptr;
-  id_->user = nullptr;
-  id_.reset();
 }
-
-Napi::Value CmIdWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value CmIdWrap::Closed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), closed()); }
 
 Napi::Value CmIdWrap::Channel(const Napi::CallbackInfo& info) { return GetHidden(Value(), kParentKey); }
 
 Napi::Value CmIdWrap::LocalAddress(const Napi::CallbackInfo& info) {
   if (closed()) return info.Env().Null();
-  return cm::AddressValue(info.Env(), id_->local());
+  return cm::AddressValue(info.Env(), native()->local());
 }
 
 Napi::Value CmIdWrap::PeerAddress(const Napi::CallbackInfo& info) {
   if (closed()) return info.Env().Null();
-  return cm::AddressValue(info.Env(), id_->peer());
+  return cm::AddressValue(info.Env(), native()->peer());
 }
 
 Napi::Value CmIdWrap::Bind(const Napi::CallbackInfo& info) {
@@ -192,17 +155,17 @@ CmIdWrap::StepOutcome CmIdWrap::TakeStep(cm::Event& ev) {
     if (ev.type == cm::event_type::ADDR_RESOLVED && route_ms_ >= 0) {
       int ms = route_ms_;
       route_ms_ = -1;
-      id_->resolve_route(ms);
+      native()->resolve_route(ms);
       out.swallow = true;  // ROUTE_RESOLVED or ROUTE_ERROR follows
     } else if (ev.type == cm::event_type::CONNECT_RESPONSE && !establish_qp_.IsEmpty()) {
       QpWrap* qpw = QpWrap::Unwrap(establish_qp_.Value());
       establish_qp_.Reset();
       if (qpw == nullptr || qpw->closed()) return out;  // JS finds the QP closed itself
-      Qp* qp = qpw->qp_.get();
+      Qp* qp = qpw->native();
       // INIT again: the request went out before the CM knew the responder
       // resources, so the first INIT granted no remote access; now it can.
-      for (uint32_t state : {qp_state::INIT, qp_state::RTR, qp_state::RTS}) id_->modify_qp(qp, state, establish_rnr_);
-      id_->establish();
+      for (uint32_t state : {qp_state::INIT, qp_state::RTR, qp_state::RTS}) native()->modify_qp(qp, state, establish_rnr_);
+      native()->establish();
       out.established = true;
     }
   } catch (const VerbsError& e) {

@@ -16,20 +16,20 @@ namespace rxv {
 
 class CmChannelWrap;
 
-class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
+class CmIdWrap : public ProviderWrap<CmIdWrap, cm::Id> {
  public:
   static constexpr const char* kClassName = "CmId";
   static constexpr napi_type_tag kTypeTag = {0x2a8f61c4d7e05b93ull, 0x91c3e7f2a54b0d68ull};
+  static constexpr rules::Kind kKind = rules::Kind::kCmId;
+  static constexpr const char* kWhat = "CM id";
+  static constexpr const char* kMadeBy = "cmChannel.createId()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::cm_id_ctor;
   static Napi::Function Init(Napi::Env env);
   // `channel` is the JS object of the channel the id's events go to.
   static Napi::Object New(Napi::Env env, std::unique_ptr<cm::Id> id, Napi::Object channel);
 
-  explicit CmIdWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~CmIdWrap() override { CloseQuietly(); }
-  CmIdWrap(const CmIdWrap&) = delete;
-  CmIdWrap& operator=(const CmIdWrap&) = delete;
-
-  void Close(bool force) override;
 
   // What the channel's reader did for an event of this id before JS sees it.
   struct StepOutcome {
@@ -43,13 +43,10 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
   StepOutcome TakeStep(cm::Event& ev);
 
  private:
-  const char* kind() const override { return "CM id"; }
-  cm::Id* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return id_.get();
-  }
+  friend ProviderWrap;
+  // Steps not taken yet are dropped, and the channel forgets the id.
+  void Released();
   void SetChannel(CmChannelWrap* chw, Napi::Object channel);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
   Napi::Value Channel(const Napi::CallbackInfo& info);
   Napi::Value LocalAddress(const Napi::CallbackInfo& info);
   Napi::Value PeerAddress(const Napi::CallbackInfo& info);
@@ -66,9 +63,7 @@ class CmIdWrap : public TaggedWrap<CmIdWrap>, public Lifetime {
   Napi::Value Establish(const Napi::CallbackInfo& info);
   Napi::Value Disconnect(const Napi::CallbackInfo& info);
   Napi::Value Migrate(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
-  std::unique_ptr<cm::Id> id_;
   CmChannelWrap* chw_ = nullptr;  // cleared when either side closes
   int route_ms_ = -1;             // >= 0: resolve the route on ADDR_RESOLVED
   Napi::ObjectReference establish_qp_;  // set: move it to RTS and establish on CONNECT_RESPONSE

@@ -33,55 +33,7 @@ Napi::Function ContextWrap::Init(Napi::Env env) {
 }
 
 Napi::Object ContextWrap::New(Napi::Env env, std::unique_ptr<Context> ctx) {
-  Context* raw = ctx.release();
-  try {
-    return Addon::Get(env)->context_ctor.New(
-        {MakeToken(env, raw)});
-  } catch (...) {
-    delete raw;
-    throw;
-  }
-}
-
-ContextWrap::ContextWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<ContextWrap>(info),
-      Lifetime(info.Env()),
-      async_poller_(addon_, "async events", "rx-verbs:async") {
-  Context* raw = TakeToken<Context>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(),
-                               "Context cannot be constructed directly: use openDevice()");
-  }
-  ctx_.reset(raw);
-  ctx_->user = this;
-}
-
-void ContextWrap::Close(bool force) {
-  if (closed()) return;
-  // The fd dies with the context: stop watching it first, and watch again
-  // if the context refuses to go (EBUSY while children remain).
-  bool was_reading = async_poller_.Pause();
-  try {
-    ctx_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) {
-      if (was_reading) async_poller_.Resume();
-      throw;
-    }
-  }
-  BeginClose();
-  async_poller_.Close();
-  ctx_.reset();
-}
-
-Napi::Value ContextWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value ContextWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
+  return Wrap(env, std::move(ctx));
 }
 
 Napi::Value ContextWrap::DeviceName(const Napi::CallbackInfo& info) {
@@ -185,7 +137,7 @@ Napi::Value ContextWrap::CreateCq(const Napi::CallbackInfo& info) {
     }
   }
   auto cq = Guard(env, [&] {
-    return c->create_cq(static_cast<int>(cqe), chw ? chw->channel() : nullptr,
+    return c->create_cq(static_cast<int>(cqe), chw ? chw->native() : nullptr,
                         static_cast<int>(vec));
   });
   return CqWrap::New(env, std::move(cq), Value(), chw);
@@ -204,7 +156,7 @@ Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
   uint32_t n = 0;
   AsyncEvent ev;
   // Bounded so a storm of async events cannot starve the loop.
-  for (uint32_t read = 0; read < 1024 && ctx_ && ctx_->get_async_event(&ev); read++) {
+  for (uint32_t read = 0; read < 1024 && native() && native()->get_async_event(&ev); read++) {
     // Everything is taken from the event, then it is acked at once: nothing
     // below (JS values can fail to be made) may leave it unacked.
     auto* cqw = ev.cq ? static_cast<CqWrap*>(ev.cq->user) : nullptr;
@@ -213,7 +165,7 @@ Napi::Array ContextWrap::DrainAsync(Napi::Env env) {
     if (cqw && ev.type == async_event::CQ_ERR) cqw->MarkBroken();
     const uint32_t type = ev.type;
     const uint32_t port = ev.port;
-    ctx_->ack_async_event(ev);
+    native()->ack_async_event(ev);
     Napi::Object cq = LiveObject(cqw), qp = LiveObject(qpw), srq = LiveObject(srqw);
     // An event about a wrapper the GC collected is dropped (one about an
     // object already released still goes out, without it).

@@ -79,17 +79,8 @@ Napi::Function CqWrap::Init(Napi::Env env) {
 
 Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
                          Napi::Object context, ChannelWrap* chw) {
-  Cq* raw = cq.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->cq_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
+  Napi::Object o = Wrap(env, std::move(cq), context);
   CqWrap* w = Unwrap(o);
-  SetHidden(o, kParentKey, context);
   if (chw) {
     SetHidden(o, "__rxvChannel", chw->Value());
     w->chw_ = chw;
@@ -98,22 +89,10 @@ Napi::Object CqWrap::New(Napi::Env env, std::unique_ptr<Cq> cq,
   return o;
 }
 
-CqWrap::CqWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<CqWrap>(info), Lifetime(info.Env()) {
-  Cq* raw = TakeToken<Cq>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(),
-                               "Cq cannot be constructed directly: use context.createCq()");
-  }
-  cq_.reset(raw);
-  cq_->user = this;
-}
-
 void CqWrap::AckNow(uint32_t n) {
   if (n == 0) return;
   events_.Ack(n);
-  cq_->ack_events(n);
+  native()->ack_events(n);
   ack_calls_++;
 }
 
@@ -122,31 +101,15 @@ void CqWrap::AckBatched() {
   if (owed >= ack_every_) AckNow(static_cast<uint32_t>(owed));
 }
 
-void CqWrap::Close(bool force) {
-  if (closed()) return;
-  // Acks are always flushed before destroy: on the fast path they are ours;
-  // at teardown every delivered event is acked so destroy cannot refuse.
-  try {
-    if (fast_path() || force) AckNow(static_cast<uint32_t>(events_.unacked()));
-    cq_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
+void CqWrap::Destroy(bool force) {
+  if (fast_path() || force) AckNow(static_cast<uint32_t>(events_.unacked()));
+  native()->destroy();
+}
+
+void CqWrap::Released() {
   if (chw_) chw_->RemoveCq(this);
-  cq_->user = nullptr;
-  cq_.reset();
   carry_ = 0;
   slab_.Release(Env());
-}
-
-Napi::Value CqWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value CqWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 Napi::Value CqWrap::Cqe(const Napi::CallbackInfo& info) {
@@ -267,7 +230,7 @@ size_t CqWrap::PollToEmpty() {
   size_t n = carry_;
   for (;;) {
     if (scratch_.size() < n + kChunk) scratch_.resize(n + kChunk);
-    int got = cq_->poll(static_cast<int>(kChunk), scratch_.data() + n);
+    int got = native()->poll(static_cast<int>(kChunk), scratch_.data() + n);
     polls_++;
     n += static_cast<size_t>(got);
     wcs_ += static_cast<uint64_t>(got);
@@ -282,7 +245,7 @@ SlabBatch CqWrap::Service(napi_env env) {
   try {
     // Arm first, then poll: a completion that landed before the arm is found
     // by the poll; one after it raises a new event.
-    cq_->req_notify(false);
+    native()->req_notify(false);
     arms_++;
     n = PollToEmpty();
   } catch (const VerbsError& e) {

@@ -31,26 +31,23 @@ constexpr size_t kWcBytes = 48;
 // (environment going away).
 napi_value WcsToBatch(napi_env env, BatchSlab& slab, const Wc* wcs, size_t n);
 
-class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
+class CqWrap : public ProviderWrap<CqWrap, Cq> {
  public:
   static constexpr const char* kClassName = "Cq";
   static constexpr napi_type_tag kTypeTag = {0x97c01e2b1f1a47f9ull, 0x9edbf807f0568429ull};
+  static constexpr rules::Kind kKind = rules::Kind::kCq;
+  static constexpr const char* kWhat = "completion queue";
+  static constexpr const char* kMadeBy = "context.createCq()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::cq_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Cq> cq,
                           Napi::Object context, ChannelWrap* chw);
 
-  explicit CqWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~CqWrap() override { CloseQuietly(); }
-  CqWrap(const CqWrap&) = delete;
-  CqWrap& operator=(const CqWrap&) = delete;
 
-  Cq* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return cq_.get();
-  }
   Napi::Value context_object() { return GetHidden(Value(), kParentKey); }
   void DetachChannel() { chw_ = nullptr; }
-  void Close(bool force) override;
   void MarkBroken() { broken_ = true; }
 
   // --- used by the channel watcher ---
@@ -67,8 +64,13 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   bool queued_for_service = false;
 
  private:
+  friend ProviderWrap;
   enum class Mode { kExplicit, kActive, kPaused };
-  const char* kind() const override { return "completion queue"; }
+  // Acks are always flushed before destroy: on the fast path they are ours;
+  // at teardown every delivered event is acked so destroy cannot refuse.
+  void Destroy(bool force);
+  void Released();
+
   Napi::Value Cqe(const Napi::CallbackInfo& info);
   Napi::Value RequestNotify(const Napi::CallbackInfo& info);
   Napi::Value Poll(const Napi::CallbackInfo& info);
@@ -78,8 +80,6 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   Napi::Value PauseFastPath(const Napi::CallbackInfo& info);
   Napi::Value StopFastPath(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void AckNow(uint32_t n);
   // Switches the consumption mode; entering kActive arms and polls at once,
@@ -95,7 +95,6 @@ class CqWrap : public TaggedWrap<CqWrap>, public Lifetime {
   template <typename Write>
   bool TakeBatch(size_t n, Write&& write);
 
-  std::unique_ptr<Cq> cq_;
   ChannelWrap* chw_ = nullptr;
   Mode mode_ = Mode::kExplicit;
   bool broken_ = false;

@@ -19,17 +19,9 @@ Napi::Function MrWrap::Init(Napi::Env env) {
 
 Napi::Object MrWrap::New(Napi::Env env, std::unique_ptr<Mr> mr, Napi::Object pd,
                          PdWrap* pdw, PinnedMemory mem, bool library) {
-  Mr* raw = mr.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->mr_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
+  Napi::Object o = Wrap(env, std::move(mr), pd);
   MrWrap* w = Unwrap(o);
-  SetHidden(o, kParentKey, pd);
+  Mr* raw = w->native();
   w->keep_ = std::move(mem.keep);
   w->owner_ = Napi::Persistent(mem.owner);
   w->pdw_ = pdw;
@@ -54,7 +46,7 @@ bool MrWrap::CheckDetached() {
   Napi::Value ab = owner_.Value();
   if (!ab.IsArrayBuffer() || !ab.As<Napi::ArrayBuffer>().IsDetached()) return false;
   detached_ = true;
-  mr_->mark_detached();
+  native()->mark_detached();
   return true;
 }
 
@@ -79,41 +71,11 @@ void MrWrap::Unindex() {
   }
 }
 
-MrWrap::MrWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<MrWrap>(info), Lifetime(info.Env()) {
-  Mr* raw = TakeToken<Mr>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(),
-                               "Mr cannot be constructed directly: use pd.registerMemory()");
-  }
-  mr_.reset(raw);
-  mr_->user = this;
-}
-
-void MrWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    mr_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
+void MrWrap::Released() {
   Unindex();
   if (pdw_ && !pdw_->closed()) pdw_->RemoveMr(lkey_);
-  mr_.reset();
-  // Only now, with the device done with it, may the memory go.
   keep_.reset();
   if (!addon_->tearing_down) owner_.Reset();
-}
-
-Napi::Value MrWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value MrWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 // Keys and geometry stay readable after close (they describe what was).
@@ -122,19 +84,19 @@ Napi::Value MrWrap::Lkey(const Napi::CallbackInfo& info) {
 }
 Napi::Value MrWrap::Rkey(const Napi::CallbackInfo& info) {
   ThrowIfClosed(info.Env(), "rkey");
-  return Napi::Number::New(info.Env(), mr_->rkey());
+  return Napi::Number::New(info.Env(), native()->rkey());
 }
 Napi::Value MrWrap::Addr(const Napi::CallbackInfo& info) {
   ThrowIfClosed(info.Env(), "addr");
-  return Napi::BigInt::New(info.Env(), mr_->addr());
+  return Napi::BigInt::New(info.Env(), native()->addr());
 }
 Napi::Value MrWrap::Length(const Napi::CallbackInfo& info) {
   ThrowIfClosed(info.Env(), "length");
-  return Napi::Number::New(info.Env(), static_cast<double>(mr_->length()));
+  return Napi::Number::New(info.Env(), static_cast<double>(native()->length()));
 }
 Napi::Value MrWrap::Access(const Napi::CallbackInfo& info) {
   ThrowIfClosed(info.Env(), "access");
-  return Napi::Number::New(info.Env(), mr_->access());
+  return Napi::Number::New(info.Env(), native()->access());
 }
 
 }  // namespace rxv

@@ -15,10 +15,14 @@ namespace rxv {
 
 class PdWrap;
 
-class MrWrap : public TaggedWrap<MrWrap>, public Lifetime {
+class MrWrap : public ProviderWrap<MrWrap, Mr> {
  public:
   static constexpr const char* kClassName = "Mr";
   static constexpr napi_type_tag kTypeTag = {0xaf82a87e7ae6da81ull, 0x6c03644f9edbc369ull};
+  static constexpr rules::Kind kKind = rules::Kind::kMr;
+  static constexpr const char* kWhat = "memory region";
+  static constexpr const char* kMadeBy = "pd.registerMemory()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::mr_ctor;
   static Napi::Function Init(Napi::Env env);
   // `library`: the memory is a pd.allocMemory() allocation, which a detach
   // of its JS handle does not take away.
@@ -29,30 +33,26 @@ class MrWrap : public TaggedWrap<MrWrap>, public Lifetime {
   // Marks every one with `key` whose buffer was detached; true if any was.
   static bool MarkDetached(Napi::Env env, uint32_t key);
 
-  explicit MrWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~MrWrap() override { Close(true); }
-  MrWrap(const MrWrap&) = delete;
-  MrWrap& operator=(const MrWrap&) = delete;
 
-  Mr* mr() const { return mr_.get(); }
   // True (and the provider told) once the user buffer was detached.
   bool CheckDetached();
   void DetachPd() { pdw_ = nullptr; }
-  void Close(bool force) override;
 
  private:
-  const char* kind() const override { return "memory region"; }
+  friend ProviderWrap;
+  // Unindexed, and only now, with the device done with it, may the memory go.
+  void Released();
+
   Napi::Value Lkey(const Napi::CallbackInfo& info);
   Napi::Value Rkey(const Napi::CallbackInfo& info);
   Napi::Value Addr(const Napi::CallbackInfo& info);
   Napi::Value Length(const Napi::CallbackInfo& info);
   Napi::Value Access(const Napi::CallbackInfo& info);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
   void Unindex();
 
-  std::unique_ptr<Mr> mr_;
   // The memory; released only after the provider deregistered it.
   std::shared_ptr<void> keep_;
   // The ArrayBuffer the memory came from, for detach checks. (A leaf: it

@@ -22,58 +22,18 @@ Napi::Function PdWrap::Init(Napi::Env env) {
 
 Napi::Object PdWrap::New(Napi::Env env, std::unique_ptr<Pd> pd,
                          Napi::Object context) {
-  Pd* raw = pd.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->pd_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
-  SetHidden(o, kParentKey, context);
-  return o;
+  return Wrap(env, std::move(pd), context);
 }
 
-PdWrap::PdWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<PdWrap>(info), Lifetime(info.Env()) {
-  Pd* raw = TakeToken<Pd>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(),
-                               "Pd cannot be constructed directly: use context.allocPd()");
-  }
-  pd_.reset(raw);
-  pd_->user = this;
-}
-
-void PdWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    pd_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
-  // MRs left at teardown or GC must not point at this PD.
+void PdWrap::Released() {
   for (auto& [lkey, mr] : mrs_) mr->DetachPd();
   mrs_.clear();
-  pd_.reset();
-}
-
-Napi::Value PdWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value PdWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 bool PdWrap::CoversLocal(uint32_t lkey, uint64_t addr, uint64_t len) const {
   auto it = mrs_.find(lkey);
   if (it == mrs_.end() || it->second->closed()) return false;
-  Mr* mr = it->second->mr();
+  Mr* mr = it->second->native();
   uint64_t start = mr->addr();
   return addr >= start && len <= mr->length() && addr - start <= mr->length() - len;
 }

@@ -16,24 +16,20 @@ namespace rxv {
 
 class MrWrap;
 
-class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
+class PdWrap : public ProviderWrap<PdWrap, Pd> {
  public:
   static constexpr const char* kClassName = "Pd";
   static constexpr napi_type_tag kTypeTag = {0xacfa3ec836c59dbcull, 0xf29aa2a7b09d2180ull};
+  static constexpr rules::Kind kKind = rules::Kind::kPd;
+  static constexpr const char* kWhat = "protection domain";
+  static constexpr const char* kMadeBy = "context.allocPd()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::pd_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Pd> pd,
                           Napi::Object context);
 
-  explicit PdWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~PdWrap() override { CloseQuietly(); }
-  PdWrap(const PdWrap&) = delete;
-  PdWrap& operator=(const PdWrap&) = delete;
-
-  Pd* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return pd_.get();
-  }
-  void Close(bool force) override;
 
   void AddMr(uint32_t lkey, MrWrap* mr) { mrs_[lkey] = mr; }
   void RemoveMr(uint32_t lkey) { mrs_.erase(lkey); }
@@ -44,16 +40,16 @@ class PdWrap : public TaggedWrap<PdWrap>, public Lifetime {
   bool DetachedSge(uint32_t lkey) const;
 
  private:
-  const char* kind() const override { return "protection domain"; }
+  friend ProviderWrap;
+  // MRs left at teardown or GC must not point at this PD.
+  void Released();
+
   Napi::Value RegisterMemory(const Napi::CallbackInfo& info);
   Napi::Value AllocMemory(const Napi::CallbackInfo& info);
   Napi::Value CreateQp(const Napi::CallbackInfo& info);
   Napi::Value CreateSrq(const Napi::CallbackInfo& info);
   Napi::Value CreateAh(const Napi::CallbackInfo& info);  // ah.cc
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
-  std::unique_ptr<Pd> pd_;
   std::map<uint32_t, MrWrap*> mrs_;
 };
 

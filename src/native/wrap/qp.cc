@@ -28,55 +28,13 @@ Napi::Function QpWrap::Init(Napi::Env env) {
 
 Napi::Object QpWrap::New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
                          PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq) {
-  Qp* raw = qp.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->qp_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
+  Napi::Object o = Wrap(env, std::move(qp), pd);
   QpWrap* w = Unwrap(o);
-  SetHidden(o, kParentKey, pd);
   SetHidden(o, "__rxvSendCq", send_cq);
   SetHidden(o, "__rxvRecvCq", recv_cq);
   w->pdw_ = pdw;
+  w->qp_num_ = w->native()->qp_num();
   return o;
-}
-
-QpWrap::QpWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<QpWrap>(info), Lifetime(info.Env()) {
-  Qp* raw = TakeToken<Qp>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(),
-                               "Qp cannot be constructed directly: use pd.createQp()");
-  }
-  qp_.reset(raw);
-  qp_->user = this;
-  qp_num_ = qp_->qp_num();
-}
-
-void QpWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    qp_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
-  qp_->user = nullptr;
-  qp_.reset();
-}
-
-Napi::Value QpWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value QpWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 Napi::Value QpWrap::QpNum(const Napi::CallbackInfo& info) {

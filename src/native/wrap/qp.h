@@ -15,29 +15,24 @@ namespace rxv {
 
 class PdWrap;
 
-class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
+class QpWrap : public ProviderWrap<QpWrap, Qp> {
  public:
   static constexpr const char* kClassName = "Qp";
   static constexpr napi_type_tag kTypeTag = {0x9fd86e6a1dab3691ull, 0x695cbbde8c958d84ull};
+  static constexpr rules::Kind kKind = rules::Kind::kQp;
+  static constexpr const char* kWhat = "queue pair";
+  static constexpr const char* kMadeBy = "pd.createQp()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::qp_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Qp> qp, Napi::Object pd,
                           PdWrap* pdw, Napi::Object send_cq, Napi::Object recv_cq);
 
-  explicit QpWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~QpWrap() override { CloseQuietly(); }
-  QpWrap(const QpWrap&) = delete;
-  QpWrap& operator=(const QpWrap&) = delete;
 
-  void Close(bool force) override;
   void set_type(uint32_t type) { type_ = type; }
 
  private:
-  friend class CmIdWrap;  // cm_id.cc moves QPs as the CM says (modifyQp)
-  const char* kind() const override { return "queue pair"; }
-  Qp* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return qp_.get();
-  }
   Napi::Value QpNum(const Napi::CallbackInfo& info);
   Napi::Value State(const Napi::CallbackInfo& info);
   Napi::Value Cap(const Napi::CallbackInfo& info);
@@ -45,10 +40,7 @@ class QpWrap : public TaggedWrap<QpWrap>, public Lifetime {
   Napi::Value Modify(const Napi::CallbackInfo& info);
   Napi::Value PostSend(const Napi::CallbackInfo& info);
   Napi::Value PostRecv(const Napi::CallbackInfo& info);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
-  std::unique_ptr<Qp> qp_;
   PdWrap* pdw_ = nullptr;
   uint32_t qp_num_ = 0;
   uint32_t type_ = qp_type::RC;

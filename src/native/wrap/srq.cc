@@ -17,50 +17,9 @@ Napi::Function SrqWrap::Init(Napi::Env env) {
 }
 
 Napi::Object SrqWrap::New(Napi::Env env, std::unique_ptr<Srq> srq, Napi::Object pd, PdWrap* pdw) {
-  Srq* raw = srq.release();
-  Napi::Object o;
-  try {
-    o = Addon::Get(env)->srq_ctor.New({MakeToken(env, raw)});
-  } catch (...) {
-    try { raw->destroy(); } catch (...) {}
-    delete raw;
-    throw;
-  }
-  SetHidden(o, kParentKey, pd);
+  Napi::Object o = Wrap(env, std::move(srq), pd);
   Unwrap(o)->pdw_ = pdw;
   return o;
-}
-
-SrqWrap::SrqWrap(const Napi::CallbackInfo& info)
-    : TaggedWrap<SrqWrap>(info), Lifetime(info.Env()) {
-  Srq* raw = TakeToken<Srq>(info);
-  if (!raw) {
-    BeginClose();
-    throw Napi::TypeError::New(info.Env(), "Srq cannot be constructed directly: use pd.createSrq()");
-  }
-  srq_.reset(raw);
-  srq_->user = this;
-}
-
-void SrqWrap::Close(bool force) {
-  if (closed()) return;
-  try {
-    srq_->destroy();
-  } catch (const VerbsError&) {
-    if (!force) throw;
-  }
-  BeginClose();
-  srq_->user = nullptr;
-  srq_.reset();
-}
-
-Napi::Value SrqWrap::CloseJs(const Napi::CallbackInfo& info) {
-  Guard(info.Env(), [&] { Close(false); });
-  return info.Env().Undefined();
-}
-
-Napi::Value SrqWrap::Closed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), closed());
 }
 
 Napi::Value SrqWrap::Query(const Napi::CallbackInfo& info) {

@@ -14,34 +14,27 @@ namespace rxv {
 
 class PdWrap;
 
-class SrqWrap : public TaggedWrap<SrqWrap>, public Lifetime {
+class SrqWrap : public ProviderWrap<SrqWrap, Srq> {
  public:
   static constexpr const char* kClassName = "Srq";
   static constexpr napi_type_tag kTypeTag = {0x3b7e0c5a91d24f68ull, 0xa4c19e2f60d87b35ull};
+  static constexpr rules::Kind kKind = rules::Kind::kSrq;
+  static constexpr const char* kWhat = "shared receive queue";
+  static constexpr const char* kMadeBy = "pd.createSrq()";
+  static constexpr Napi::FunctionReference Addon::*kCtor = &Addon::srq_ctor;
   static Napi::Function Init(Napi::Env env);
   static Napi::Object New(Napi::Env env, std::unique_ptr<Srq> srq, Napi::Object pd, PdWrap* pdw);
 
-  explicit SrqWrap(const Napi::CallbackInfo& info);
+  using ProviderWrap::ProviderWrap;
   ~SrqWrap() override { CloseQuietly(); }
-  SrqWrap(const SrqWrap&) = delete;
-  SrqWrap& operator=(const SrqWrap&) = delete;
 
-  void Close(bool force) override;
-  Srq* Checked(Napi::Env env, const char* verb) const {
-    ThrowIfClosed(env, verb);
-    return srq_.get();
-  }
   PdWrap* pdw() const { return pdw_; }
 
  private:
-  const char* kind() const override { return "shared receive queue"; }
   Napi::Value Query(const Napi::CallbackInfo& info);
   Napi::Value Arm(const Napi::CallbackInfo& info);
   Napi::Value PostRecv(const Napi::CallbackInfo& info);
-  Napi::Value Closed(const Napi::CallbackInfo& info);
-  Napi::Value CloseJs(const Napi::CallbackInfo& info);
 
-  std::unique_ptr<Srq> srq_;
   PdWrap* pdw_ = nullptr;
   std::vector<RecvWr> recv_wrs_;  // reused between posts
 };

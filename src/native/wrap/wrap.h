@@ -1,26 +1,34 @@
-// What every verbs ObjectWrap shares: registration with the environment's
-// reaper, an idempotent close, the "closed" guard for methods, and the type
-// tags that check every receiver and wrapped argument (TaggedWrap).
+// What every verbs and CM ObjectWrap shares: the type tags that check every
+// receiver and wrapped argument (TaggedWrap), and the life of a wrapper
+// around one provider object (ProviderWrap): registration with the
+// environment's reaper, the factory, an idempotent close and the "closed"
+// guard for methods.
 #pragma once
 
 #include <napi.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 
-#include "wrap/addon.h"
+#include "rules/children.h"
 #include "util/closable.h"
 #include "util/errors.h"
 #include "util/wrap_registry.h"
+#include "wrap/addon.h"
 
 namespace rxv {
 
+// Registration with the reaper, under the object's kind (its teardown rank),
+// and the closed flag.
 class Lifetime : public Closable {
  public:
-  explicit Lifetime(Napi::Env env) : addon_(Addon::Get(env)) {
-    addon_->reaper.Add(this);
+  Lifetime(Napi::Env env, rules::Kind kind) : addon_(Addon::Get(env)), kind_(kind) {
+    addon_->reaper.Add(kind_, this);
   }
   bool closed() const { return closed_; }
 
@@ -29,19 +37,13 @@ class Lifetime : public Closable {
   bool BeginClose() {
     if (closed_) return false;
     closed_ = true;
-    addon_->reaper.Remove(this);
+    addon_->reaper.Remove(kind_, this);
     return true;
   }
-  void ThrowIfClosed(Napi::Env env, const char* what) const {
-    if (closed_) {
-      throw ErrnoError(env, EBADF, what, std::string("the ") + kind() +
-                                             " is closed");
-    }
-  }
-  virtual const char* kind() const = 0;
   Addon* addon_;
 
  private:
+  const rules::Kind kind_;
   bool closed_ = false;
 };
 
@@ -117,8 +119,6 @@ napi_value CallbackBody(napi_env env, F&& body) {
 template <typename T>
 class TaggedWrap : public Napi::ObjectWrap<T> {
  public:
-  using Method = Napi::Value (T::*)(const Napi::CallbackInfo&);
-  using Setter = void (T::*)(const Napi::CallbackInfo&, const Napi::Value&);
 
   explicit TaggedWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<T>(info) {
     napi_status st = napi_type_tag_object(info.Env(), info.This(), &T::kTypeTag);
@@ -147,7 +147,8 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
   }
 
   // `name` must be a string literal: the callback keeps it for its messages.
-  template <Method M>
+  // M: a method of T or of a base of T (ProviderWrap's close, for one).
+  template <auto M>
   static Napi::ClassPropertyDescriptor<T> InstanceMethod(
       const char* name, napi_property_attributes attributes = napi_default) {
     napi_property_descriptor d = {};
@@ -158,7 +159,7 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
     return Napi::ClassPropertyDescriptor<T>(d);
   }
 
-  template <Method G, Setter S = nullptr>
+  template <auto G, auto S = nullptr>
   static Napi::ClassPropertyDescriptor<T> InstanceAccessor(
       const char* name, napi_property_attributes attributes = napi_default) {
     napi_property_descriptor d = {};
@@ -205,7 +206,7 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
     return self;
   }
 
-  template <Method M>
+  template <auto M>
   static napi_value Call(napi_env env, napi_callback_info cb) {
     return CallbackBody(env, [&]() -> napi_value {
       Napi::CallbackInfo info(env, cb);
@@ -213,7 +214,7 @@ class TaggedWrap : public Napi::ObjectWrap<T> {
     });
   }
 
-  template <Setter S>
+  template <auto S>
   static napi_value CallSetter(napi_env env, napi_callback_info cb) {
     return CallbackBody(env, [&]() -> napi_value {
       Napi::CallbackInfo info(env, cb);
@@ -236,11 +237,130 @@ W* UnwrapArg(Napi::Env env, Napi::Value v, const char* what) {
   }
   return w;
 }
-// The older form (the constructor is no longer needed: the tag decides).
-template <typename W>
-W* UnwrapArg(Napi::Env env, Napi::Value v, const Napi::FunctionReference&,
-             const char* what) {
-  return UnwrapArg<W>(env, v, what);
-}
+
+// ---- ProviderWrap: a wrapper's life, written once --------------------------
+//
+// Every verbs and CM wrapper owns one provider object (P: a Context, Pd, ...,
+// cm::Id) and derives from ProviderWrap<Self, P>. Self declares what differs:
+//   kClassName, kTypeTag  (TaggedWrap)
+//   kKind                 its rules::Kind: the reaper's teardown rank
+//   kWhat                 how messages name it ("the queue pair is closed")
+//   kMadeBy               what makes one ("pd.createQp()"), for a TypeError
+//                         when JS calls the constructor itself
+//   kCtor                 the Addon member holding its JS constructor
+// and, where it needs them, hooks that hide the defaults below (Self then
+// says `friend ProviderWrap;`): Discard, BeforeDestroy, Destroy, watcher,
+// Released. Self's constructor is this one (`using ProviderWrap::ProviderWrap;`),
+// and its destructor calls CloseQuietly(): only there is all of Self alive.
+template <typename Self, typename P>
+class ProviderWrap : public TaggedWrap<Self>, public Lifetime {
+ public:
+  // Takes the provider object from New()'s token and points its `user` at
+  // the wrapper (what events carry back).
+  explicit ProviderWrap(const Napi::CallbackInfo& info)
+      : TaggedWrap<Self>(info), Lifetime(info.Env(), Self::kKind) {
+    P* raw = TaggedWrap<Self>::template TakeToken<P>(info);
+    if (!raw) {
+      BeginClose();
+      throw Napi::TypeError::New(info.Env(), std::string(Self::kClassName) +
+                                                 " cannot be constructed directly: use " +
+                                                 Self::kMadeBy);
+    }
+    obj_.reset(raw);
+    obj_->user = static_cast<Self*>(this);
+  }
+  ProviderWrap(const ProviderWrap&) = delete;
+  ProviderWrap& operator=(const ProviderWrap&) = delete;
+
+  // The provider object, unchecked: nullptr once closed.
+  P* native() const { return obj_.get(); }
+
+  // The provider object for `verb`, or EBADF once closed.
+  P* Checked(Napi::Env env, const char* verb) const {
+    ThrowIfClosed(env, verb);
+    return obj_.get();
+  }
+
+  // Idempotent. Hooks in order: BeforeDestroy(force) (refusals the provider
+  // cannot see; they throw unless forced), then the provider's destroy
+  // (Destroy) with the watcher of its descriptor paused, since the
+  // descriptor dies with it (resumed if the destroy is refused and not
+  // forced). Once closed: the watcher is closed, the provider object
+  // released, then Released() unhooks Self from its peers.
+  void Close(bool force) final {
+    if (closed()) return;
+    Self& self = static_cast<Self&>(*this);
+    self.BeforeDestroy(force);
+    auto watcher = self.watcher();
+    constexpr bool kWatched = !std::is_same_v<decltype(watcher), std::nullptr_t>;
+    bool was_reading = false;
+    if constexpr (kWatched) was_reading = watcher->Pause();
+    try {
+      self.Destroy(force);
+    } catch (const VerbsError&) {
+      if (!force) {
+        if constexpr (kWatched) {
+          if (was_reading) watcher->Resume();
+        }
+        throw;
+      }
+    }
+    BeginClose();
+    if constexpr (kWatched) watcher->Close();
+    obj_->user = nullptr;
+    obj_.reset();
+    self.Released();
+  }
+
+ protected:
+  // The JS object of a new Self around `obj`, which keeps `parent` (when
+  // given) alive. If the object cannot be made, `obj` is released
+  // (Self::Discard), so a failure leaks nothing.
+  static Napi::Object Wrap(Napi::Env env, std::unique_ptr<P> obj, Napi::Object parent = Napi::Object()) {
+    P* raw = obj.release();
+    Napi::Object o;
+    try {
+      o = (Addon::Get(env)->*Self::kCtor).New({TaggedWrap<Self>::MakeToken(env, raw)});
+    } catch (...) {
+      Self::Discard(raw);
+      throw;
+    }
+    if (!parent.IsEmpty()) SetHidden(o, kParentKey, parent);
+    return o;
+  }
+
+  // ---- the hooks' defaults
+  // Releases an object no wrapper took.
+  static void Discard(P* raw) {
+    try {
+      raw->destroy();
+    } catch (...) {
+    }
+    delete raw;
+  }
+  void BeforeDestroy(bool force) {}
+  void Destroy(bool force) { obj_->destroy(); }
+  // The Poller* watching the object's descriptor, if it has one.
+  std::nullptr_t watcher() { return nullptr; }
+  void Released() {}
+
+  void ThrowIfClosed(Napi::Env env, const char* verb) const {
+    if (closed()) {
+      throw ErrnoError(env, EBADF, verb, std::string("the ") + Self::kWhat + " is closed");
+    }
+  }
+
+  // close() and the closed getter, as every wrapper lists them in Init.
+  Napi::Value CloseJs(const Napi::CallbackInfo& info) {
+    Guard(info.Env(), [&] { Close(false); });
+    return info.Env().Undefined();
+  }
+  Napi::Value Closed(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), closed());
+  }
+
+ private:
+  std::unique_ptr<P> obj_;
+};
 
 }  // namespace rxv
