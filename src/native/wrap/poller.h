@@ -1,6 +1,6 @@
 // Poller: the one watcher of every descriptor the addon reads for JS
-// (completion channels, a context's async events and, next, CM event
-// channels). It owns what each of them needs and must get right once:
+// (completion channels, a context's async events and CM event channels).
+// It owns what each of them needs and must get right once:
 // - the uv_poll on the environment's own loop (util/uv_poll_handle.h, whose
 //   callback already runs under NoEscape with a handle scope open);
 // - the owner: the JS object whose handler receives each wakeup, held weakly
@@ -10,8 +10,8 @@
 // - the async context and the callback scope of that call (util/deliver.h),
 //   after checking that the environment can still run JS at all;
 // - the wakeup counters (readiness can be spurious: reading nothing is fine).
-// The source (channel, context) only reads its descriptor and builds the
-// handler's arguments.
+// The source (completion channel, context, CM channel) only reads its
+// descriptor and builds the handler's arguments.
 #pragma once
 
 #include <napi.h>
