@@ -126,6 +126,8 @@
           "target_name": "rx_verbs_bench",
           "dependencies": ["rxv_providers"],
           "sources": [
+            # The bench's one door into the product's wrappers.
+            "wrap/borrow.cc",
             "../../bench/native/common.cc",
             "../../bench/native/drain.cc",
             "../../bench/native/echo.cc",
