@@ -4,23 +4,23 @@
 
 #include <mutex>
 
+#include "cm/cm_address.h"
+#include "cm/rdmacm/rdmacm_loader.h"
+#include "cm/soft/soft_cm.h"
+#include "provider/provider.h"
+#include "util/errors.h"
+#include "util/js_values.h"
 #include "wrap/ah.h"
 #include "wrap/channel.h"
 #include "wrap/cm_channel.h"
 #include "wrap/cm_id.h"
-#include "cm/rdmacm/rdmacm_loader.h"
-#include "cm/cm_address.h"
-#include "cm/soft/soft_cm.h"
 #include "wrap/context.h"
 #include "wrap/cq.h"
 #include "wrap/faults.h"
 #include "wrap/mr.h"
 #include "wrap/pd.h"
-#include "provider/provider.h"
 #include "wrap/qp.h"
 #include "wrap/srq.h"
-#include "util/errors.h"
-#include "util/js_values.h"
 
 namespace rxv {
 

@@ -1,7 +1,7 @@
 #include "wrap/ah.h"
 
-#include "wrap/pd.h"
 #include "util/js_values.h"
+#include "wrap/pd.h"
 
 namespace rxv {
 

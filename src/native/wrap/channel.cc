@@ -1,7 +1,7 @@
 #include "wrap/channel.h"
 
-#include "wrap/cq.h"
 #include "rules/refusals.h"
+#include "wrap/cq.h"
 
 
 namespace rxv {

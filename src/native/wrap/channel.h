@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "provider/provider.h"
-#include "wrap/poller.h"
 #include "util/batch_slab.h"
+#include "wrap/poller.h"
 #include "wrap/wrap.h"
 
 namespace rxv {

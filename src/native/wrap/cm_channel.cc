@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "wrap/cm_id.h"
 #include "rules/refusals.h"
+#include "wrap/cm_id.h"
 
 namespace rxv {
 

@@ -2,13 +2,13 @@
 
 #include <cerrno>
 
+#include "util/js_values.h"
 #include "wrap/channel.h"
 #include "wrap/cq.h"
 #include "wrap/faults.h"
 #include "wrap/pd.h"
 #include "wrap/qp.h"
 #include "wrap/srq.h"
-#include "util/js_values.h"
 
 namespace rxv {
 

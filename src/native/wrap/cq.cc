@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "wrap/channel.h"
 #include "util/uv_guard.h"
+#include "wrap/channel.h"
 
 namespace rxv {
 

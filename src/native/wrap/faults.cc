@@ -2,10 +2,10 @@
 
 #include <cerrno>
 
+#include "util/js_values.h"
 #include "wrap/channel.h"
 #include "wrap/context.h"
 #include "wrap/cq.h"
-#include "util/js_values.h"
 
 namespace rxv {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <string>
 
-#include "wrap/addon.h"
 #include "util/deliver.h"
 #include "util/errors.h"
+#include "wrap/addon.h"
 
 namespace rxv {
 

@@ -2,10 +2,10 @@
 
 #include <type_traits>
 
+#include "util/js_values.h"
 #include "wrap/cq.h"
 #include "wrap/mr.h"
 #include "wrap/pd.h"
-#include "util/js_values.h"
 #include "wrap/ud_wrs.h"
 #include "wrap/wr_codec.h"
 
