@@ -7,13 +7,10 @@
 
 #include <cstring>
 
-#include "context.h"
-#include "cq.h"
-#include "pd.h"
 #include "util/errors.h"
 #include "util/js_values.h"
 #include "util/uv_guard.h"
-#include "util/wrap.h"
+#include "wrap/borrow.h"
 
 namespace rxv {
 namespace bench {
@@ -128,21 +125,10 @@ std::string Str(Napi::Object o, const char* key, const std::string& dflt) {
   return v.As<Napi::String>().Utf8Value();
 }
 
-// The product's wrappers are recognised by the type tag on their JS objects
-// (util/wrap.h), which holds across addons: no JS runs and no constructor is
-// needed. (The product's own check asks its wrap registry, which is the
-// product addon's: this addon has a registry of its own, empty.)
-template <typename W>
-static W* ProductArg(Napi::Env env, Napi::Value v, const char* what) {
-  void* p = nullptr;
-  if (!HasTag(env, v, W::kTypeTag) || napi_unwrap(env, v, &p) != napi_ok || !p) {
-    throw Napi::TypeError::New(env, std::string(what) + " must be a " + W::kClassName + " object");
-  }
-  return static_cast<W*>(p);
-}
-
+// The product's objects come through its one door for this addon
+// (src/native/wrap/borrow.h).
 Context* BenchContextArg(Napi::Env env, Napi::Value v) {
-  return ProductArg<ContextWrap>(env, v, "context")->Checked(env, "bench");
+  return borrow::ContextOf(env, v, "context", "bench");
 }
 
 int GidIndexArg(Napi::Object o) {
@@ -158,11 +144,11 @@ std::unique_ptr<Context> OpenBenchDevice(const std::string& name) {
 }
 
 Pd* PdArg(Napi::Env env, Napi::Value v) {
-  return ProductArg<PdWrap>(env, v, "pd")->Checked(env, "bench");
+  return borrow::PdOf(env, v, "pd", "bench");
 }
 
 Cq* CqArg(Napi::Env env, Napi::Value v) {
-  return ProductArg<CqWrap>(env, v, "cq")->Checked(env, "bench");
+  return borrow::CqOf(env, v, "cq", "bench");
 }
 
 Napi::Value ThreadCpu(const Napi::CallbackInfo& info) {

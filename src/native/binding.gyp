@@ -97,22 +97,22 @@
       "target_name": "rx_verbs",
       "dependencies": ["rxv_providers"],
       "sources": [
-        "addon.cc",
-        "channel.cc",
-        "cm/cm_channel.cc",
-        "cm/cm_id.cc",
-        "cm/cm_js.cc",
-        "context.cc",
-        "cq.cc",
-        "faults.cc",
-        "mr.cc",
-        "pd.cc",
-        "poller.cc",
-        "qp.cc",
-        "srq.cc",
-        "ah.cc",
-        "ud_wrs.cc",
-        "wr_codec.cc"
+        "wrap/addon.cc",
+        "wrap/ah.cc",
+        "wrap/channel.cc",
+        "wrap/cm_channel.cc",
+        "wrap/cm_id.cc",
+        "wrap/cm_js.cc",
+        "wrap/context.cc",
+        "wrap/cq.cc",
+        "wrap/faults.cc",
+        "wrap/mr.cc",
+        "wrap/pd.cc",
+        "wrap/poller.cc",
+        "wrap/qp.cc",
+        "wrap/srq.cc",
+        "wrap/ud_wrs.cc",
+        "wrap/wr_codec.cc"
       ]
     }
   ],
@@ -126,6 +126,8 @@
           "target_name": "rx_verbs_bench",
           "dependencies": ["rxv_providers"],
           "sources": [
+            # The bench's one door into the product's wrappers.
+            "wrap/borrow.cc",
             "../../bench/native/common.cc",
             "../../bench/native/drain.cc",
             "../../bench/native/echo.cc",

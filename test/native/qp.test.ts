@@ -196,7 +196,7 @@ describe('QP operations', () => {
       const src = region(p.pd, 64, undefined, 5);
       const dst = region(p.pd, 5 * 64);
       // One receive packed as the library packs it: a 16-byte header and one
-      // 16-byte scatter/gather entry (src/native/wr_codec.h).
+      // 16-byte scatter/gather entry (src/native/wrap/wr_codec.h).
       const packed = (wrId: number): Uint8Array => {
         const encoder = new WrEncoder();
         expect(encoder.encodeRecv({ wrId, sg: { mr: dst, offset: (wrId - 1) * 64, length: 64 } })).toBe(1);

@@ -1,40 +1,36 @@
-// Tracks live native objects so the environment's teardown can close them,
-// newest first. An object is always created after everything it uses, so
-// reverse creation order honours every edge of the rule book's teardown
-// order (rules/children.h) without the reaper knowing any kind.
+// Tracks live native objects so the environment's teardown can close them.
+// It files each under its kind and closes them in the rule book's teardown
+// order (rules::Registry::Teardown, rules/children.h): the order is stated
+// once, there, for the providers' contexts and for this reaper alike.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
-#include <map>
-#include <vector>
+#include <cstddef>
 
+#include "rules/children.h"
 #include "util/closable.h"
 
 namespace rxv {
 
 class Reaper {
  public:
-  void Add(Closable* c) { live_[c] = ++seq_; }
-  void Remove(Closable* c) { live_.erase(c); }
-  size_t size() const { return live_.size(); }
+  void Add(rules::Kind kind, Closable* c) { live_.Add(kind, c); }
+  void Remove(rules::Kind kind, Closable* c) { live_.Remove(kind, c); }
+  size_t size() const {
+    size_t n = 0;
+    for (size_t i = 0; i < rules::kKinds; ++i) n += live_.Count(static_cast<rules::Kind>(i));
+    return n;
+  }
 
   void CloseAll() {
-    // Copy first: closing an object deregisters it (and may close children).
-    std::vector<std::pair<uint64_t, Closable*>> order;
-    order.reserve(live_.size());
-    for (auto& [c, n] : live_) order.emplace_back(n, c);
-    std::sort(order.begin(), order.end(),
-              [](auto& a, auto& b) { return a.first > b.first; });
-    for (auto& [n, c] : order) {
-      if (live_.count(c)) c->CloseQuietly();  // one failure must not keep the rest
-    }
-    live_.clear();
+    // Closing an object deregisters it (and may close others): Teardown
+    // walks a copy and skips what is gone. One failure must not keep the
+    // rest, and nothing may escape: each is closed quietly.
+    live_.Teardown([](rules::Kind, Closable* c) { c->CloseQuietly(); });
+    live_ = rules::Registry<Closable>();
   }
 
  private:
-  std::map<Closable*, uint64_t> live_;
-  uint64_t seq_ = 0;
+  rules::Registry<Closable> live_;
 };
 
 }  // namespace rxv

@@ -2,88 +2,55 @@
 
 #ifdef RXV_RDMACM_BUILT
 
-#include <dlfcn.h>
-
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "provider/ibverbs/ibverbs_loader.h"
-#include "util/dl_symbol.h"
+#include "util/dl_library.h"
 
 namespace rxv {
 namespace cm {
 namespace rdmacm {
 namespace {
 
-constexpr const char* kDefaultLibrary = "librdmacm.so.1";
+constexpr RuntimeLibrary kLibrary = {"RXV_RDMACM_LIBRARY", "librdmacm.so.1", "librdmacm1 (rdma-core)",
+                                     "rdma-core's librdmacm1"};
 
-struct Loaded {
-  Api api{};
-  bool ok = false;
-  std::string why;
-};
-
-void load(Loaded* out) {
+bool load(Api* api, std::string* why) {
   // The CM hands out ibv_contexts that our verbs code drives: libibverbs
   // must be usable first.
   std::string ibv_why;
   if (ibv::api(&ibv_why) == nullptr) {
-    out->why = "librdmacm needs libibverbs: " + ibv_why;
-    return;
+    *why = "librdmacm needs libibverbs: " + ibv_why;
+    return false;
   }
-  const char* env = std::getenv("RXV_RDMACM_LIBRARY");
-  const char* file = (env != nullptr && *env != '\0') ? env : kDefaultLibrary;
-  dlerror();
-  void* handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* err = dlerror();
-    out->why = std::string(file) + " not found: install librdmacm1 (rdma-core) (dlopen: " +
-               (err != nullptr ? err : "unknown error") + ")";
-    return;
-  }
-  Api& a = out->api;
-  std::string missing;
-  ResolveSymbol(handle, "rdma_create_event_channel", &a.create_event_channel, &missing);
-  ResolveSymbol(handle, "rdma_destroy_event_channel", &a.destroy_event_channel, &missing);
-  ResolveSymbol(handle, "rdma_create_id", &a.create_id, &missing);
-  ResolveSymbol(handle, "rdma_destroy_id", &a.destroy_id, &missing);
-  ResolveSymbol(handle, "rdma_bind_addr", &a.bind_addr, &missing);
-  ResolveSymbol(handle, "rdma_listen", &a.listen, &missing);
-  ResolveSymbol(handle, "rdma_resolve_addr", &a.resolve_addr, &missing);
-  ResolveSymbol(handle, "rdma_resolve_route", &a.resolve_route, &missing);
-  ResolveSymbol(handle, "rdma_connect", &a.connect, &missing);
-  ResolveSymbol(handle, "rdma_accept", &a.accept, &missing);
-  ResolveSymbol(handle, "rdma_reject", &a.reject, &missing);
-  ResolveSymbol(handle, "rdma_establish", &a.establish, &missing);
-  ResolveSymbol(handle, "rdma_disconnect", &a.disconnect, &missing);
-  ResolveSymbol(handle, "rdma_migrate_id", &a.migrate_id, &missing);
-  ResolveSymbol(handle, "rdma_get_cm_event", &a.get_cm_event, &missing);
-  ResolveSymbol(handle, "rdma_ack_cm_event", &a.ack_cm_event, &missing);
-  ResolveSymbol(handle, "rdma_init_qp_attr", &a.init_qp_attr, &missing);
-  ResolveSymbol(handle, "rdma_get_devices", &a.get_devices, &missing);
-  ResolveSymbol(handle, "rdma_free_devices", &a.free_devices, &missing);
-  if (!missing.empty()) {
-    out->why = std::string(file) + " is too old or not rdma-core's (missing " + missing +
-               "): install rdma-core's librdmacm1";
-    return;
-  }
-  out->ok = true;  // never dlclose (as libibverbs)
+  return OpenRuntimeLibrary(kLibrary, [api](void* handle, std::string* missing) {
+    Api& a = *api;
+    ResolveSymbol(handle, "rdma_create_event_channel", &a.create_event_channel, missing);
+    ResolveSymbol(handle, "rdma_destroy_event_channel", &a.destroy_event_channel, missing);
+    ResolveSymbol(handle, "rdma_create_id", &a.create_id, missing);
+    ResolveSymbol(handle, "rdma_destroy_id", &a.destroy_id, missing);
+    ResolveSymbol(handle, "rdma_bind_addr", &a.bind_addr, missing);
+    ResolveSymbol(handle, "rdma_listen", &a.listen, missing);
+    ResolveSymbol(handle, "rdma_resolve_addr", &a.resolve_addr, missing);
+    ResolveSymbol(handle, "rdma_resolve_route", &a.resolve_route, missing);
+    ResolveSymbol(handle, "rdma_connect", &a.connect, missing);
+    ResolveSymbol(handle, "rdma_accept", &a.accept, missing);
+    ResolveSymbol(handle, "rdma_reject", &a.reject, missing);
+    ResolveSymbol(handle, "rdma_establish", &a.establish, missing);
+    ResolveSymbol(handle, "rdma_disconnect", &a.disconnect, missing);
+    ResolveSymbol(handle, "rdma_migrate_id", &a.migrate_id, missing);
+    ResolveSymbol(handle, "rdma_get_cm_event", &a.get_cm_event, missing);
+    ResolveSymbol(handle, "rdma_ack_cm_event", &a.ack_cm_event, missing);
+    ResolveSymbol(handle, "rdma_init_qp_attr", &a.init_qp_attr, missing);
+    ResolveSymbol(handle, "rdma_get_devices", &a.get_devices, missing);
+    ResolveSymbol(handle, "rdma_free_devices", &a.free_devices, missing);
+  }, why);  // never dlclose (as libibverbs)
 }
 
 }  // namespace
 
-const Api* api(std::string* why) {
-  static Loaded loaded;
-  static std::once_flag once;
-  std::call_once(once, load, &loaded);
-  if (!loaded.ok) {
-    if (why != nullptr) *why = loaded.why;
-    return nullptr;
-  }
-  return &loaded.api;
-}
+const Api* api(std::string* why) { return LoadOnce<Api, load>(why); }
 
 rdma_event_channel* open_event_channel(const Api* a, int* err, std::string* why) {
   errno = 0;
