@@ -36,17 +36,10 @@ uint64_t atomic_apply(uint32_t wr_op, uint64_t* word, uint64_t compare_add, uint
 // request; a bad rkey, range or MR access is a remote access error.
 bool execute_atomic(QpCore* s, QpCore* r, const SendSlot& w, const Sge* lsg) {
   if (!s->attr.max_rd_atomic) return false;  // a later post or modify reschedules it
-  if (!(r->attr.access_flags & access_flag::REMOTE_ATOMIC) || !r->attr.max_dest_rd_atomic) {
-    qp_to_error(r, async_event::QP_REQ_ERR);
-    finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
-    return true;
-  }
+  if (!(r->attr.access_flags & access_flag::REMOTE_ATOMIC) || !r->attr.max_dest_rd_atomic)
+    return nak(s, r, w.seq, async_event::QP_REQ_ERR, wc_status::REM_INV_REQ_ERR);
   MrCore* mr = check_remote(r, w.rkey, w.remote_addr, sizeof(uint64_t), access_flag::REMOTE_ATOMIC);
-  if (!mr) {
-    qp_to_error(r, async_event::QP_ACCESS_ERR);
-    finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
-    return true;
-  }
+  if (!mr) return nak(s, r, w.seq, async_event::QP_ACCESS_ERR, wc_status::REM_ACCESS_ERR);
   // A large copy into or out of this MR runs without G: wait it out, so the
   // atomic is indivisible against RDMA WRITEs too.
   if (mr->busy) {

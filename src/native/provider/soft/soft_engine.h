@@ -39,6 +39,7 @@ void move_bytes(ULock& gl, QpCore* r, const Sge* src, uint32_t ns, const Sge* ds
 // ---- execution (soft_execute.cc) -------------------------------------------
 bool execute_head(ULock& gl, QpCore* s, uint64_t* moved);
 void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len);
+bool nak(QpCore* s, QpCore* r, uint64_t seq, uint32_t async_type, uint32_t status);
 
 // ---- atomics (soft_atomic.cc) ----------------------------------------------
 bool execute_atomic(QpCore* s, QpCore* r, const SendSlot& w, const Sge* lsg);

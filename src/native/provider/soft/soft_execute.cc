@@ -50,6 +50,15 @@ void finish(QpCore* s, uint64_t seq, uint32_t status, uint32_t byte_len) {
   if (status != wc_status::SUCCESS) qp_to_error(s, kNoEvent);
 }
 
+// The responder refuses s's head WR (a NAK): r goes to the error state,
+// raising `async_type` there, and the WR completes with `status`. The WR is
+// done: returns true, for the execute functions to return.
+bool nak(QpCore* s, QpCore* r, uint64_t seq, uint32_t async_type, uint32_t status) {
+  qp_to_error(r, async_type);
+  finish(s, seq, status, 0);
+  return true;
+}
+
 namespace {
 
 // The sender's identity a receive completion carries: the LID of the port
@@ -96,6 +105,14 @@ bool recv_complete(QpCore* r, QpCore* s, uint64_t seq, uint32_t status, uint32_t
   }
   stage(r->rcq.get(), wc, solicited, true);
   return true;
+}
+
+// The responder's head receive cannot take the message (too small, or its
+// memory refused): it completes with `status` and r goes to the error
+// state, as on rxe and mlx5.
+void recv_fail(QpCore* r, QpCore* s, uint64_t rseq, uint32_t status, bool solicited) {
+  recv_complete(r, s, rseq, status, wc_opcode::RECV, 0, false, 0, solicited);
+  qp_to_error(r, kNoEvent);
 }
 
 // The responder's head receive (index and seq); false when its RQ is empty.
@@ -159,16 +176,13 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
   const uint32_t rns = recv_nsge(r, ridx);
   const uint64_t need = kGrhBytes + total;
   if (need > sge_total(rsg, rns)) {
-    // The receive fails and the QP goes to the error state, as on rxe and
-    // mlx5 (rxe 6.1 reports the status as LOC_QP_OP_ERR).
-    recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
-    qp_to_error(r, kNoEvent);
+    // rxe 6.1 reports the status as LOC_QP_OP_ERR.
+    recv_fail(r, s, rseq, wc_status::LOC_LEN_ERR, sol);
     finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
     return true;
   }
   if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, need)) {
-    recv_complete(r, s, rseq, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
-    qp_to_error(r, kNoEvent);
+    recv_fail(r, s, rseq, wc_status::LOC_PROT_ERR, sol);
     finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
     return true;
   }
@@ -191,6 +205,79 @@ bool execute_ud(QpCore* s, const SendSlot& w, const Sge* lsg, uint32_t lns, uint
   return true;
 }
 
+// A SEND (with or without immediate) of s's head WR to responder r: into
+// the responder's head receive, or RNR when it has none.
+bool execute_send(ULock& gl, QpCore* s, QpCore* r, const SendSlot& w, const Sge* lsg, uint32_t lns,
+                  uint64_t total, uint64_t* moved) {
+  const bool sol = w.flags & send_flag::SOLICITED;
+  const bool imm = w.opcode == wr_opcode::SEND_WITH_IMM;
+  uint32_t ridx;
+  uint64_t rseq;
+  if (!recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
+  // Occupied slots only change under G, which we hold.
+  const Sge* rsg = recv_sges(r, ridx);
+  const uint32_t rns = recv_nsge(r, ridx);
+  if (total > sge_total(rsg, rns)) {
+    recv_fail(r, s, rseq, wc_status::LOC_LEN_ERR, sol);
+    finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
+    return true;
+  }
+  if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, total)) {
+    recv_fail(r, s, rseq, wc_status::LOC_PROT_ERR, sol);
+    finish(s, w.seq, wc_status::REM_OP_ERR, 0);
+    return true;
+  }
+  move_bytes(gl, r, lsg, lns, rsg, rns, total);
+  *moved += total;
+  // The responder was flushed or reset during the copy: no one took it.
+  if (!recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(total), imm, w.imm, sol)) {
+    finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
+    return true;
+  }
+  finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+  return true;
+}
+
+// An RDMA WRITE (with or without immediate) or READ of s's head WR on
+// responder r. They differ in the access they need, the direction of the
+// copy, READ's need for responder resources and the immediate's receive;
+// the checks, the move and the completion are one path.
+bool execute_rdma(ULock& gl, QpCore* s, QpCore* r, const SendSlot& w, const Sge* lsg, uint32_t lns,
+                  uint64_t total, uint64_t* moved) {
+  const bool read = w.opcode == wr_opcode::RDMA_READ;
+  const bool imm = w.opcode == wr_opcode::RDMA_WRITE_WITH_IMM;
+  const uint32_t need = read ? uint32_t(access_flag::REMOTE_READ) : uint32_t(access_flag::REMOTE_WRITE);
+  // A responder QP not enabled for the access NAKs an invalid request and
+  // reports it as an async QP error. Without responder resources
+  // (max_dest_rd_atomic 0) no READ may be outstanding at the responder, so
+  // it refuses each one, as rxe does.
+  if (!(r->attr.access_flags & need) || (read && !r->attr.max_dest_rd_atomic))
+    return nak(s, r, w.seq, async_event::QP_REQ_ERR, wc_status::REM_INV_REQ_ERR);
+  uint32_t ridx = 0;
+  uint64_t rseq = 0;
+  if (imm && !recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
+  if (total) {
+    if (!check_remote(r, w.rkey, w.remote_addr, total, need))
+      return nak(s, r, w.seq, async_event::QP_ACCESS_ERR, wc_status::REM_ACCESS_ERR);
+    Sge remote;
+    remote.addr = w.remote_addr;
+    remote.length = uint32_t(total);
+    if (read)
+      move_bytes(gl, r, &remote, 1, lsg, lns, total);
+    else
+      move_bytes(gl, r, lsg, lns, &remote, 1, total);
+    *moved += total;
+  }
+  // byte_len of RECV_RDMA_WITH_IMM is the write's length (rxe, mlx5).
+  if (imm && !recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM,
+                            uint32_t(total), true, w.imm, w.flags & send_flag::SOLICITED)) {
+    finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
+    return true;
+  }
+  finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
+  return true;
+}
+
 }  // namespace
 
 // Executes the head WR of s (G held through gl; it may be released for the
@@ -201,8 +288,6 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
   const SendSlot w = s->sq[idx];
   const uint32_t op = w.opcode;
   const bool inl = w.flags & send_flag::INLINE;
-  const bool sol = w.flags & send_flag::SOLICITED;
-  const bool imm = op == wr_opcode::SEND_WITH_IMM || op == wr_opcode::RDMA_WRITE_WITH_IMM;
   Sge inline_sge;
   const Sge* lsg;
   uint32_t lns;
@@ -238,91 +323,12 @@ bool execute_head(ULock& gl, QpCore* s, uint64_t* moved) {
 
   switch (op) {
     case wr_opcode::SEND:
-    case wr_opcode::SEND_WITH_IMM: {
-      uint32_t ridx;
-      uint64_t rseq;
-      if (!recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
-      // Occupied slots only change under G, which we hold.
-      const Sge* rsg = recv_sges(r, ridx);
-      const uint32_t rns = recv_nsge(r, ridx);
-      if (total > sge_total(rsg, rns)) {
-        recv_complete(r, s, rseq, wc_status::LOC_LEN_ERR, wc_opcode::RECV, 0, false, 0, sol);
-        qp_to_error(r, kNoEvent);
-        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
-        return true;
-      }
-      if (!check_local(r->ctx->dev.get(), r->pd.get(), rsg, rns, access_flag::LOCAL_WRITE, total)) {
-        recv_complete(r, s, rseq, wc_status::LOC_PROT_ERR, wc_opcode::RECV, 0, false, 0, sol);
-        qp_to_error(r, kNoEvent);
-        finish(s, w.seq, wc_status::REM_OP_ERR, 0);
-        return true;
-      }
-      move_bytes(gl, r, lsg, lns, rsg, rns, total);
-      *moved += total;
-      // The responder was flushed or reset during the copy: no one took it.
-      if (!recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV, uint32_t(total), imm, w.imm, sol)) {
-        finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
-        return true;
-      }
-      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
-      return true;
-    }
+    case wr_opcode::SEND_WITH_IMM:
+      return execute_send(gl, s, r, w, lsg, lns, total, moved);
     case wr_opcode::RDMA_WRITE:
-    case wr_opcode::RDMA_WRITE_WITH_IMM: {
-      if (!(r->attr.access_flags & access_flag::REMOTE_WRITE)) {
-        // The responder QP was not enabled for RDMA WRITE: NAK invalid
-        // request; the responder reports it as an async QP error.
-        qp_to_error(r, async_event::QP_REQ_ERR);
-        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
-        return true;
-      }
-      uint32_t ridx = 0;
-      uint64_t rseq = 0;
-      if (imm && !recv_head(r, &ridx, &rseq)) return rnr(s, r, w.seq);
-      if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_WRITE)) {
-        qp_to_error(r, async_event::QP_ACCESS_ERR);
-        finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
-        return true;
-      }
-      if (total) {
-        Sge dst;
-        dst.addr = w.remote_addr;
-        dst.length = uint32_t(total);
-        move_bytes(gl, r, lsg, lns, &dst, 1, total);
-        *moved += total;
-      }
-      // byte_len of RECV_RDMA_WITH_IMM is the write's length (rxe, mlx5).
-      if (imm && !recv_complete(r, s, rseq, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM,
-                                uint32_t(total), true, w.imm, sol)) {
-        finish(s, w.seq, wc_status::RETRY_EXC_ERR, 0);
-        return true;
-      }
-      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
-      return true;
-    }
-    case wr_opcode::RDMA_READ: {
-      // No responder resources (max_dest_rd_atomic 0): no READ may be
-      // outstanding at the responder, so it refuses each one, as rxe does.
-      if (!(r->attr.access_flags & access_flag::REMOTE_READ) || !r->attr.max_dest_rd_atomic) {
-        qp_to_error(r, async_event::QP_REQ_ERR);
-        finish(s, w.seq, wc_status::REM_INV_REQ_ERR, 0);
-        return true;
-      }
-      if (total && !check_remote(r, w.rkey, w.remote_addr, total, access_flag::REMOTE_READ)) {
-        qp_to_error(r, async_event::QP_ACCESS_ERR);
-        finish(s, w.seq, wc_status::REM_ACCESS_ERR, 0);
-        return true;
-      }
-      if (total) {
-        Sge src;
-        src.addr = w.remote_addr;
-        src.length = uint32_t(total);
-        move_bytes(gl, r, &src, 1, lsg, lns, total);
-        *moved += total;
-      }
-      finish(s, w.seq, wc_status::SUCCESS, uint32_t(total));
-      return true;
-    }
+    case wr_opcode::RDMA_WRITE_WITH_IMM:
+    case wr_opcode::RDMA_READ:
+      return execute_rdma(gl, s, r, w, lsg, lns, total, moved);
     case wr_opcode::ATOMIC_CMP_AND_SWP:
     case wr_opcode::ATOMIC_FETCH_AND_ADD:
       return execute_atomic(s, r, w, lsg);
