@@ -85,21 +85,6 @@ void IbvSrq::arm_as(uint32_t limit, const char* verb) {
   if (ret != 0) fail(ret, verb, "srq_limit " + std::to_string(limit));
 }
 
-void IbvSrq::post_recv(const RecvWr* wrs, size_t n, size_t* bad) {
-  if (bad != nullptr) *bad = 0;
-  if (n == 0) return;
-  if (srq_ == nullptr) fail_closed("ibv_post_srq_recv");
-  ibv_recv_wr* bad_wr = nullptr;
-  int ret = ibv_post_srq_recv(srq_, recv_.Encode(wrs, n), &bad_wr);  // inline (ops)
-  if (ret != 0) {
-    const size_t idx = recv_.IndexOf(bad_wr, n);
-    if (bad != nullptr) *bad = idx;
-    fail(ret > 0 ? ret : EIO, "ibv_post_srq_recv",
-         "the SRQ rejected WR " + std::to_string(idx) +
-             (ret == ENOMEM ? " (the SRQ is full)" : ret == EINVAL ? " (too many SGEs?)" : ""));
-  }
-}
-
 void IbvSrq::destroy() {
   std::lock_guard<std::mutex> lock(st_->mu);
   if (srq_ == nullptr) return;

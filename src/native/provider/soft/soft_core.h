@@ -21,10 +21,11 @@
 //   5. ChCore::mu: a channel's event queue and the per-CQ event counters.
 //   CtxCore::amu (async events) is a leaf: taken alone or under G.
 // Data movement: a device thread copies large payloads with G released
-// (soft_engine.cc), so unrelated contexts never wait on it. While it does,
-// every MR whose memory the copy touches and both QPs have `busy` > 0 (G);
-// whatever would free or reuse them (dereg, QP destroy) first waits on
-// fabric_cv() until `busy` is 0, so a copy never touches freed memory.
+// (soft_memory.cc, move_bytes), so unrelated contexts never wait on it.
+// While it does, every MR whose memory the copy touches and both QPs have
+// `busy` > 0 (G); whatever would free or reuse them (dereg, QP destroy)
+// first waits on fabric_cv() until `busy` is 0, so a copy never touches
+// freed memory.
 // Lifetimes: handles (the objects the addon owns through unique_ptr) hold a
 // shared_ptr to their core; a core holds shared_ptrs to its parents only.
 // No cycles, and any destruction order is memory-safe. Non-owning raw

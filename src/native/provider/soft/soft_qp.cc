@@ -1,6 +1,6 @@
 // RC queue pair: creation, the modify state machine (rdma-core/kernel mask
 // rules), synchronous validation of posts, flush to the error state, and
-// destroy. Execution of posted WRs is the device thread's (soft_engine.cc).
+// destroy. Execution of posted WRs is the device thread's (soft_execute.cc).
 #include <algorithm>
 #include <cstring>
 

@@ -1,6 +1,6 @@
 // UD on the soft device: address handles, the UD rows of the QP state
 // table, what a UD post must name, and where a datagram lands. The engine
-// (soft_engine.cc, execute_ud) moves the bytes; this file decides.
+// (soft_execute.cc, execute_ud) moves the bytes; this file decides.
 //
 // What the model follows (IB spec ch. 9-11, checked against rxe):
 // - a datagram is unreliable: the sender's completion says it left, never
