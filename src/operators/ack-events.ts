@@ -1,6 +1,7 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { ackAtMost, claimAck } from '../core/event-acks';
 import type { CqEvent, CqLike } from '../core/types';
+import { checkInt } from '../core/validate';
 
 /** Options of {@link ackEvents}. */
 export interface AckEventsOptions {
@@ -46,10 +47,7 @@ export interface AckEventsOptions {
  * @see {@link drainCq}
  */
 export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): MonoTypeOperatorFunction<E> {
-  const every = options.every ?? 16;
-  if (!Number.isSafeInteger(every) || every < 1) {
-    throw new RangeError(`ackEvents: every must be an integer >= 1, got ${every}`);
-  }
+  const every = checkInt(options.every ?? 16, 'ackEvents: every', 1);
   return (source) =>
     new Observable<E>((subscriber) => {
       let unacked = new Map<CqLike, number>();

@@ -1,4 +1,5 @@
 import { asapScheduler, Observable, OperatorFunction, SchedulerLike, Subscription } from 'rxjs';
+import { checkFinite, checkInt } from '../core/validate';
 import { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link batchCompletions}. */
@@ -47,15 +48,9 @@ export interface BatchCompletionsOptions {
  * @see {@link drainCq}
  */
 export function batchCompletions(options: BatchCompletionsOptions = {}): OperatorFunction<WcBatch, WcBatch> {
-  const maxSize = options.maxSize ?? Infinity;
-  const maxWait = options.maxWait ?? 0;
+  const maxSize = checkInt(options.maxSize ?? Infinity, 'batchCompletions: maxSize', 1, Infinity);
+  const maxWait = checkFinite(options.maxWait ?? 0, 'batchCompletions: maxWait', 0);
   const scheduler = options.scheduler ?? asapScheduler;
-  if (maxSize !== Infinity && (!Number.isSafeInteger(maxSize) || maxSize < 1)) {
-    throw new RangeError(`batchCompletions: maxSize must be an integer >= 1 or Infinity, got ${maxSize}`);
-  }
-  if (!(maxWait >= 0) || !Number.isFinite(maxWait)) {
-    throw new RangeError(`batchCompletions: maxWait must be a finite number >= 0, got ${maxWait}`);
-  }
   return (source) =>
     new Observable<WcBatch>((subscriber) => {
       let parts: WcBatch[] = [];

@@ -1,6 +1,7 @@
 import { Observable, OperatorFunction } from 'rxjs';
 import { failOnEvent } from '../core/event-acks';
 import type { CqEvent } from '../core/types';
+import { checkInt } from '../core/validate';
 import type { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link drainCq}. */
@@ -41,10 +42,7 @@ export interface DrainCqOptions {
  * @see {@link batchCompletions}
  */
 export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): OperatorFunction<E, WcBatch> {
-  const max = options.max ?? 64;
-  if (!Number.isSafeInteger(max) || max < 1) {
-    throw new RangeError(`drainCq: max must be an integer >= 1, got ${max}`);
-  }
+  const max = checkInt(options.max ?? 64, 'drainCq: max', 1);
   return (source) =>
     new Observable<WcBatch>((subscriber) =>
       source.subscribe({

@@ -5,7 +5,7 @@ import { WC_FLAGS } from '../core/constants';
 import { readGrh } from '../core/grh';
 import { verbsFailure } from '../core/refusals';
 import type { WorkCompletion } from '../core/wc-batch';
-import { checkInt, checkObject, copyOptions, describe, optInt } from './validate';
+import { checkInt, checkObject, copyOptions, describe, optInt } from '../core/validate';
 
 /**
  * Where an address handle points: a LID (InfiniBand) or a GID (routed IB,

@@ -11,7 +11,7 @@ import { cqOwners, qpOwners, srqOwners } from './owners';
 import { Pd } from './pd';
 import type { Qp } from './qp';
 import type { Srq } from './srq';
-import { describe, optInt } from './validate';
+import { describe, optInt } from '../core/validate';
 
 /** Options of {@link Context.createCq}. */
 export interface CreateCqOptions {

@@ -1,6 +1,6 @@
 import { binding, NativeDeviceInfo } from '../native/binding';
 import { Context } from './context';
-import { copyOptions, describe } from './validate';
+import { copyOptions, describe } from '../core/validate';
 
 /** A device as listed by {@link listDevices}. */
 export type DeviceInfo = NativeDeviceInfo;

@@ -10,7 +10,7 @@ import { Qp, QpCapOptions } from './qp';
 import { CreateSrqOptions, Srq } from './srq';
 import { UdQp } from './ud-qp';
 import { Ah, AhOptions, addressFromWc, createAh } from './ah';
-import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from './validate';
+import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from '../core/validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {

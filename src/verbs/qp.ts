@@ -14,7 +14,7 @@ import type { AhOptions } from './ah';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
 import type { Srq } from './srq';
-import { accessBits, optInt, checkInt, checkObject, copyOptions } from './validate';
+import { accessBits, optInt, checkInt, checkObject, copyOptions } from '../core/validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
 import { qpOwners } from './owners';
 

@@ -3,7 +3,7 @@ import type { NativeSrq, NativeSrqAttr } from '../native/binding';
 import { refuseClosed } from '../core/refusals';
 import type { Pd } from './pd';
 import { srqOwners } from './owners';
-import { checkInt } from './validate';
+import { checkInt } from '../core/validate';
 import { RecvWr, WrEncoder } from './work-request';
 
 /** Options of {@link Pd.createSrq}. */

@@ -4,7 +4,7 @@ import type { Cq } from './cq';
 import type { Pd } from './pd';
 import type { Srq } from './srq';
 import { Qp } from './qp';
-import { copyOptions, optInt } from './validate';
+import { copyOptions, optInt } from '../core/validate';
 
 // rdma-core's IBV_QP_* mask bits a UD QP's transitions use.
 const STATE = 1 << 0;
