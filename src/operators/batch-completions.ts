@@ -1,6 +1,7 @@
 import { asapScheduler, Observable, OperatorFunction, SchedulerLike, Subscription } from 'rxjs';
 import { checkFinite, checkInt } from '../core/validate';
 import { WcBatch } from '../core/wc-batch';
+import { operate } from './operate';
 
 /** Options of {@link batchCompletions}. */
 export interface BatchCompletionsOptions {
@@ -89,7 +90,7 @@ export function batchCompletions(options: BatchCompletionsOptions = {}): Operato
         }
       };
 
-      const upstream = source.subscribe({
+      const upstream = operate(source, subscriber, {
         next(batch) {
           if (batch.length === 0) return;
           parts.push(batch);
@@ -97,14 +98,8 @@ export function batchCompletions(options: BatchCompletionsOptions = {}): Operato
           if (count >= maxSize) emitFull();
           if (count > 0 && !timer) timer = scheduler.schedule(emitAll, maxWait);
         },
-        error(err: unknown) {
-          emitAll();
-          subscriber.error(err);
-        },
-        complete() {
-          emitAll();
-          subscriber.complete();
-        },
+        error: emitAll,
+        complete: emitAll,
       });
       return () => {
         upstream.unsubscribe();

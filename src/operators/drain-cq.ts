@@ -2,6 +2,7 @@ import { Observable, OperatorFunction } from 'rxjs';
 import { failOnEvent } from '../core/event-acks';
 import type { CqEvent } from '../core/types';
 import { checkInt } from '../core/validate';
+import { operate } from './operate';
 import type { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link drainCq}. */
@@ -45,7 +46,7 @@ export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): Operat
   const max = checkInt(options.max ?? 64, 'drainCq: max', 1);
   return (source) =>
     new Observable<WcBatch>((subscriber) =>
-      source.subscribe({
+      operate(source, subscriber, {
         next(event) {
           while (!subscriber.closed) {
             let batch: WcBatch;
@@ -59,8 +60,6 @@ export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): Operat
             subscriber.next(batch);
           }
         },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
       }),
     );
 }
