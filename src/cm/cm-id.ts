@@ -1,6 +1,6 @@
 import type { NativeCmId } from '../native/binding';
 import { ThreadBound } from '../core/thread-bound';
-import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
+import type { CmAddress, CmConnParam, CmIdPort } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Qp } from '../verbs/qp';
 import { cmContextFor } from './shared-context';
@@ -18,7 +18,7 @@ export const cmIdOwners = new WeakMap<NativeCmId, CmId>();
  * QP attached: the connection's QP is made on {@link CmId.openContext}'s
  * device and moved with `native.modifyQp`.
  */
-export class CmId extends ThreadBound implements CmIdPort {
+export class CmId extends ThreadBound implements CmIdPort<CmChannel> {
   /** @internal */
   readonly native: NativeCmId;
   private current: CmChannel;
@@ -108,14 +108,17 @@ export class CmId extends ThreadBound implements CmIdPort {
     this.native.disconnect();
   }
 
-  /** `rdma_migrate_id`: later events go to `channel`. */
-  migrate(channel: CmChannelPort): void {
-    const target = channel as CmChannel;
-    if (typeof target !== 'object' || target === null || !('native' in target) || target.provider !== this.current.provider) {
+  /**
+   * `rdma_migrate_id`: later events go to `channel`, a channel of the same
+   * provider (the caller's type says a CmChannel; a JavaScript caller may
+   * pass anything, hence the provider check).
+   */
+  migrate(channel: CmChannel): void {
+    if ((channel as Partial<CmChannel> | null | undefined)?.provider !== this.current.provider) {
       throw new TypeError(`an id can only migrate to a CM channel of its own provider (${this.current.provider})`);
     }
-    this.native.migrate(target.native);
-    this.current = target;
+    this.native.migrate(channel.native);
+    this.current = channel;
   }
 
   /** `rdma_destroy_id`; never blocks (events are acked when read). Idempotent. */

@@ -8,7 +8,8 @@ import { setupFailure } from './failures';
 import type { VerbsResourceOptions, VerbsResources } from './native-port';
 import { after, ConnectionOptions, copyObject, portFor, schedulerOf } from './options';
 import { cmChannelFor, SharedCmChannel } from './router';
-import { checkFunction, checkHost, checkInt, checkLayer, checkMs, checkPort, checkPrivateData } from './validate';
+import { checkHost, checkLayer, checkMs, checkPort, checkPrivateData } from './validate';
+import { checkFunction, optInt } from '../core/validate';
 
 /**
  * What address and route resolution each get from the CM, whatever
@@ -100,8 +101,8 @@ function planAttempt<R extends ConnectionResources>(options: ConnectionOptions):
     peer: { host, port },
     privateData: checkPrivateData(opts.privateData, 'connect', layer),
     timeoutMs: checkMs(opts.timeoutMs, 'timeoutMs', 10_000),
-    retryCount: checkInt(opts.retryCount, 'retryCount', 0, 7, DEFAULT_RETRY_COUNT),
-    rnrRetryCount: checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, DEFAULT_RNR_RETRY_COUNT),
+    retryCount: optInt(opts.retryCount, 'retryCount', 0, 7, DEFAULT_RETRY_COUNT),
+    rnrRetryCount: optInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, DEFAULT_RNR_RETRY_COUNT),
     // A CM port other than the native one (the testing kit's) runs in RxJS
     // time, virtual inside TestScheduler.run: so does its timeout.
     scheduler: schedulerOf(opts.scheduler) ?? (opts.cm === undefined ? undefined : asyncScheduler),

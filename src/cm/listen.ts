@@ -10,7 +10,7 @@ import { cmChannelFor, SharedCmChannel } from './router';
 import { checkHost, checkPort } from './validate';
 import { CmId } from './cm-id';
 import { keepCmContext } from './shared-context';
-import { checkInt } from '../verbs/validate';
+import { optInt } from '../core/validate';
 
 /**
  * A listening CM id (`rdma_listen`) and its hot stream of connection
@@ -153,6 +153,6 @@ export function listen<R extends ConnectionResources>(options: ListenOptions): L
   const opts = copyObject(options, 'options');
   const host = checkHost(opts.host);
   const port = checkPort(opts.port, true);
-  const backlog = opts.backlog === undefined ? 128 : checkInt(opts.backlog, 'backlog', 1, 65535);
+  const backlog = optInt(opts.backlog, 'backlog', 1, 65535, 128);
   return new Listener<R>(portFor<R, object>(opts, host), host, port, backlog);
 }

@@ -1,6 +1,6 @@
 import { binding, type NativeCmChannel } from '../native/binding';
 import { CmUnavailableError } from '../core/cm-errors';
-import { describe } from '../verbs/validate';
+import { describe } from '../core/validate';
 import type { CmConnParam, CmIdPort, CmOwnQpAttrs, CmPort, CmQpState, ConnectionResources } from '../core/cm';
 import type { Context } from '../verbs/context';
 import type { Pd } from '../verbs/pd';

@@ -1,7 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
 import type { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
 import type { CmPort, ConnectionLayer, ConnectionResources } from '../core/cm';
-import { describe } from '../verbs/validate';
+import { describe } from '../core/validate';
 import { cmProviderFor, CmProvider, NativeCmPort, VerbsResourceOptions, VerbsResources } from './native-port';
 
 /** Options every connection call shares. */

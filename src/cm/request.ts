@@ -8,8 +8,8 @@ import { setupFailure } from './failures';
 import type { VerbsResources } from './native-port';
 import type { AcceptOptions } from './options';
 import { SharedCmChannel } from './router';
-import { checkBoolean, checkFunction, checkInt, checkLayer, checkPrivateData } from './validate';
-import { describe } from '../verbs/validate';
+import { checkLayer, checkPrivateData } from './validate';
+import { checkFunction, describe, optBool, optInt } from '../core/validate';
 
 /** @internal What a request needs of its listener. */
 export interface RequestParts<R extends ConnectionResources> {
@@ -133,8 +133,8 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
       prepare = checkFunction(opts.prepare, 'prepare') as ((r: R) => void) | undefined;
       layer = checkLayer<R>(opts.layer);
       privateData = checkPrivateData(opts.privateData, 'accept', layer);
-      ownChannel = checkBoolean(opts.ownChannel, 'ownChannel', true);
-      rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : checkInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
+      ownChannel = optBool(opts.ownChannel, 'ownChannel', true);
+      rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : optInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
     } catch (err) {
       // Bad options fail the answer, the request still pending (neither form throws, DESIGN §4).
       reject(err);

@@ -1,9 +1,13 @@
-/** Argument checks of the connection API: TypeError / RangeError saying what was expected, before anything is sent. */
+/**
+ * The connection API's own argument checks (addresses, private data, layers,
+ * timeouts), on top of the shared ones in core/validate: TypeError /
+ * RangeError saying what was expected, before anything is sent.
+ */
 import { isIP } from 'net';
 import { isUint8Array } from 'util/types';
 import { CM_PRIVATE_DATA_MAX } from '../core/cm';
 import type { ConnectionLayer, ConnectionResources } from '../core/cm';
-import { describe } from '../verbs/validate';
+import { checkInt, describe } from '../core/validate';
 
 /** A numeric IPv4 or IPv6 address (the CM resolves no names). */
 export function checkHost(value: unknown, what = 'host'): string {
@@ -14,10 +18,7 @@ export function checkHost(value: unknown, what = 'host'): string {
 
 /** A TCP-space port: 1-65535, or 0 where `allowZero` (listen on any free port). */
 export function checkPort(value: unknown, allowZero: boolean): number {
-  if (typeof value !== 'number') throw new TypeError(`port must be a number, got ${describe(value)}`);
-  const min = allowZero ? 0 : 1;
-  if (!Number.isInteger(value) || value < min || value > 65535) throw new RangeError(`port must be an integer in [${min}, 65535], got ${value}`);
-  return value;
+  return checkInt(value, 'port', allowZero ? 0 : 1, 65535);
 }
 
 /**
@@ -53,27 +54,5 @@ export function checkMs(value: unknown, what: string, fallback: number): number 
   if (value === undefined) return fallback;
   if (typeof value !== 'number') throw new TypeError(`${what} must be a number of milliseconds, got ${describe(value)}`);
   if (!Number.isInteger(value) || value < 1 || value > 2 ** 31 - 1) throw new RangeError(`${what} must be an integer in [1, 2147483647] ms, got ${value}`);
-  return value;
-}
-
-/** An optional function. */
-export function checkFunction(value: unknown, what: string): ((...args: never[]) => unknown) | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'function') throw new TypeError(`${what} must be a function, got ${describe(value)}`);
-  return value as (...args: never[]) => unknown;
-}
-
-/** An optional integer in [min, max] (a retry count, say). */
-export function checkInt(value: unknown, what: string, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${value}`);
-  return value;
-}
-
-/** An optional boolean. */
-export function checkBoolean(value: unknown, what: string, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new TypeError(`${what} must be a boolean, got ${describe(value)}`);
   return value;
 }

@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import { checkInt } from '../core/validate';
 
 /** `UINT_MAX`: the `done` value `completeAll()` sets, which no wait decrements. */
 export const UINT_MAX = 0xffffffff;
@@ -39,10 +40,7 @@ export class CountingCompletion {
 
   /** @param initial the initial count (default 0; `UINT_MAX` means completed-all). */
   constructor(initial = 0) {
-    if (!Number.isSafeInteger(initial) || initial < 0 || initial > UINT_MAX) {
-      throw new RangeError(`initial must be an integer in [0, ${UINT_MAX}], got ${initial}`);
-    }
-    this.done = initial;
+    this.done = checkInt(initial, 'initial', 0, UINT_MAX);
   }
 
   /** The current count (`UINT_MAX` after `completeAll()`). Not in the kernel API; for diagnostics. */

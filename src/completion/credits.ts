@@ -1,4 +1,5 @@
 import { Observable, Subscription } from 'rxjs';
+import { checkInt } from '../core/validate';
 import type { WcBatch } from '../core/wc-batch';
 import { CountingCompletion } from './counting-completion';
 
@@ -34,10 +35,7 @@ export class Credits extends CountingCompletion {
 
   /** @param capacity the initial (and maximum) number of credits. */
   constructor(capacity: number) {
-    if (!Number.isSafeInteger(capacity) || capacity < 1) {
-      throw new RangeError(`credits: capacity must be an integer >= 1, got ${capacity}`);
-    }
-    super(capacity);
+    super(checkInt(capacity, 'credits: capacity', 1));
     this.capacity = capacity;
   }
 
@@ -56,7 +54,7 @@ export class Credits extends CountingCompletion {
    * a chain of `n` work requests with one `ibv_post_send`.
    */
   tryAcquire(n = 1): boolean {
-    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`tryAcquire: n must be an integer >= 1, got ${n}`);
+    checkInt(n, 'tryAcquire: n', 1);
     if (this.count < n) return false;
     for (let i = 0; i < n; i++) this.tryWaitForCompletion();
     return true;
@@ -68,7 +66,7 @@ export class Credits extends CountingCompletion {
    *   back for a work request that was posted without a credit.
    */
   release(n = 1): void {
-    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`release: n must be an integer >= 0, got ${n}`);
+    checkInt(n, 'release: n', 0);
     if (this.count + n > this.capacity) {
       throw new RangeError(
         `credits: releasing ${n} would make ${this.count + n} > capacity ${this.capacity} (a WR was posted without a credit)`,

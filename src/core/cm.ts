@@ -105,8 +105,9 @@ export type CmQpState = 'INIT' | 'RTR' | 'RTS' | 'ERR';
  * An `rdma_cm_id` as `listen()` / `connect()` drive it. Its events arrive on
  * its channel's `events$`. QPs are never attached to an id: the connection's
  * QP is made on the id's device and moved with {@link CmIdPort.modifyQp}.
+ * `C` is the kind of channel a CM's ids move between (each CM's own).
  */
-export interface CmIdPort {
+export interface CmIdPort<C extends CmChannelPort = CmChannelPort> {
   /** True once closed. */
   readonly closed: boolean;
   /** null until bound or resolved. */
@@ -138,7 +139,7 @@ export interface CmIdPort {
   /** Disconnects (`rdma_disconnect`): both sides get `DISCONNECTED`. */
   disconnect(): void;
   /** Later events of this id go to `channel` (`rdma_migrate_id`). */
-  migrate(channel: CmChannelPort): void;
+  migrate(channel: C): void;
   /** Never blocks. Idempotent. */
   close(): void;
 }

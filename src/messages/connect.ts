@@ -3,7 +3,7 @@ import { connect, connect$ } from '../cm/connect';
 import type { ConnectionRequest } from '../cm/request';
 import type { AcceptOptions, ConnectionOptions } from '../cm/options';
 import type { VerbsResourceOptions } from '../cm/native-port';
-import { describe } from '../verbs/validate';
+import { describe } from '../core/validate';
 import { receivesFor } from './credits';
 import type { MessageConnection } from './message-connection';
 import { MessageOptions, ResolvedMessageOptions, resolveMessageOptions } from './options';

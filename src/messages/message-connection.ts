@@ -3,6 +3,7 @@ import { ThreadBound } from '../core/thread-bound';
 import { catchError, finalize, mergeMap, take } from 'rxjs/operators';
 import { MessageProtocolError, MessagesClosedError, RemoteError, RequestTimeoutError } from '../core/message-errors';
 import { BufferOverflowError, WorkCompletionError } from '../core/errors';
+import { checkInt } from '../core/validate';
 import type { WcBatch, WorkCompletion } from '../core/wc-batch';
 import type { HotSource } from '../observables/hot-source';
 import type { Connection } from '../cm/connection';
@@ -342,8 +343,10 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   request$(data: Uint8Array | string, options?: RequestOptions): Observable<Message> {
     const timeoutMs = options?.timeoutMs;
     return new Observable<Message>((subscriber) => {
-      if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1)) {
-        subscriber.error(new RangeError(`timeoutMs must be a positive integer, got ${String(timeoutMs)}`));
+      try {
+        if (timeoutMs !== undefined) checkInt(timeoutMs, 'timeoutMs', 1);
+      } catch (err) {
+        subscriber.error(err);
         return undefined;
       }
       const id = this.nextRequest;
@@ -386,7 +389,7 @@ export class MessageConnection<R extends MessageTransport = VerbsResources> exte
   serve(handler: (request: IncomingRequest) => ServeResult, options?: { concurrency?: number }): Subscription {
     if (typeof handler !== 'function') throw new TypeError('handler must be a function');
     const concurrency = options?.concurrency ?? 16;
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${String(concurrency)}`);
+    checkInt(concurrency, 'concurrency', 1);
     return this.requests$
       .pipe(
         mergeMap(

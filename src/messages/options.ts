@@ -1,5 +1,5 @@
 import type { BufferOptions } from '../observables/buffer-options';
-import { describe } from '../verbs/validate';
+import { describe, optInt } from '../core/validate';
 import type { Message } from './message';
 
 /** Options of the message layer on a connection (`connectMessages`, `acceptMessages`). */
@@ -40,11 +40,9 @@ export interface ResolvedMessageOptions {
 
 const KEYS = new Set(['maxEager', 'depth', 'maxMessage', 'reads', 'buffer']);
 
+/** An optional integer option, named as `messages.<what>` in the errors. */
 function int(value: unknown, what: string, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`messages.${what} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`messages.${what} must be an integer in [${min}, ${max}], got ${value}`);
-  return value;
+  return optInt(value, `messages.${what}`, min, max, fallback);
 }
 
 /** Checks the options (TypeError / RangeError naming the field). */

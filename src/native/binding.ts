@@ -485,20 +485,32 @@ export declare class NativeSrq {
   close(): void;
 }
 
+/** Options of `createSoftDevice()`: what the addon takes to make another soft device. */
+export interface SoftDeviceOptions {
+  /** Unique name, e.g. `'soft1'`. */
+  name: string;
+  /** Ports (default 1). */
+  ports?: number;
+  /** Largest CQ depth (default 65536). */
+  maxCqe?: number;
+  /** Largest queue depth of a QP (default 16384). */
+  maxQpWr?: number;
+  /** Most scatter/gather entries per WR (default 16). */
+  maxSge?: number;
+  /** Most inline bytes per send (default 256). */
+  maxInline?: number;
+  /**
+   * Numeric IPv4/IPv6 addresses the soft CM answers on for this device
+   * (none by default), so `listen()` / `connect()` reach it by address.
+   */
+  addresses?: string[];
+}
+
 /** The addon's module exports. */
 export interface NativeBinding {
   listDevices(): NativeDeviceInfo[];
   openDevice(name: string): NativeContext;
-  createSoftDevice(options: {
-    name: string;
-    ports?: number;
-    maxCqe?: number;
-    maxQpWr?: number;
-    maxSge?: number;
-    maxInline?: number;
-    /** Numeric IPv4/IPv6 addresses the soft CM answers on for this device (none by default). */
-    addresses?: string[];
-  }): void;
+  createSoftDevice(options: SoftDeviceOptions): void;
   hasIbverbs(): boolean;
   liveObjects(): number;
   Context: typeof NativeContext;

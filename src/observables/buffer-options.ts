@@ -1,8 +1,9 @@
 /**
  * The bounded-buffer options every hot source and `toTakeable()` share, and
- * their validation (bad numbers are RangeErrors, a missing callback or an
- * unknown strategy a TypeError, as DESIGN §6 asks).
+ * their validation (a number out of range is a RangeError; a non-number, a
+ * missing callback or an unknown strategy a TypeError, as DESIGN §6 asks).
  */
+import { checkInt } from '../core/validate';
 
 /**
  * What to do when an item arrives and the buffer already holds
@@ -46,14 +47,8 @@ export function resolveBufferOptions<T>(
   options: BufferOptions<T> = {},
   defaultOverflow: OverflowStrategy = 'pause',
 ): ResolvedBufferOptions<T> {
-  const highWaterMark = options.highWaterMark ?? 1024;
-  if (!Number.isSafeInteger(highWaterMark) || highWaterMark < 1) {
-    throw new RangeError(`highWaterMark must be an integer >= 1, got ${highWaterMark}`);
-  }
-  const lowWaterMark = options.lowWaterMark ?? Math.floor(highWaterMark / 2);
-  if (!Number.isSafeInteger(lowWaterMark) || lowWaterMark < 0 || lowWaterMark >= highWaterMark) {
-    throw new RangeError(`lowWaterMark must be an integer in [0, ${highWaterMark}), got ${lowWaterMark}`);
-  }
+  const highWaterMark = checkInt(options.highWaterMark ?? 1024, 'highWaterMark', 1);
+  const lowWaterMark = checkInt(options.lowWaterMark ?? Math.floor(highWaterMark / 2), 'lowWaterMark', 0, highWaterMark - 1);
   const overflow = options.overflow ?? defaultOverflow;
   if (!STRATEGIES.includes(overflow)) {
     throw new TypeError(`overflow must be one of ${STRATEGIES.join(', ')}, got ${String(overflow)}`);

@@ -1,13 +1,12 @@
 import type { Takeable } from '../core/types';
+import { checkFinite } from '../core/validate';
 
 /**
  * A spin budget must be a finite number of microseconds, >= 0.
- * @throws RangeError otherwise.
+ * @throws TypeError for a non-number, RangeError for a number out of range.
  */
 export function checkSpinUs(spinUs: number): void {
-  if (!(spinUs >= 0) || !Number.isFinite(spinUs)) {
-    throw new RangeError(`spinUs must be a finite number >= 0, got ${spinUs}`);
-  }
+  checkFinite(spinUs, 'spinUs', 0);
 }
 
 /**

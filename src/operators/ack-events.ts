@@ -1,6 +1,8 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { ackAtMost, claimAck } from '../core/event-acks';
 import type { CqEvent, CqLike } from '../core/types';
+import { checkInt } from '../core/validate';
+import { operate } from './operate';
 
 /** Options of {@link ackEvents}. */
 export interface AckEventsOptions {
@@ -46,10 +48,7 @@ export interface AckEventsOptions {
  * @see {@link drainCq}
  */
 export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): MonoTypeOperatorFunction<E> {
-  const every = options.every ?? 16;
-  if (!Number.isSafeInteger(every) || every < 1) {
-    throw new RangeError(`ackEvents: every must be an integer >= 1, got ${every}`);
-  }
+  const every = checkInt(options.every ?? 16, 'ackEvents: every', 1);
   return (source) =>
     new Observable<E>((subscriber) => {
       let unacked = new Map<CqLike, number>();
@@ -68,7 +67,7 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
         }
         if (failure) throw failure.err;
       };
-      const upstream = source.subscribe({
+      const upstream = operate(source, subscriber, {
         next(event) {
           if (!claimAck(event)) {
             subscriber.next(event); // acked already, by another ackEvents or the source
@@ -77,34 +76,14 @@ export function ackEvents<E extends CqEvent>(options: AckEventsOptions = {}): Mo
           const n = (unacked.get(event.cq) ?? 0) + 1;
           if (n >= every) {
             unacked.delete(event.cq);
-            try {
-              ackAtMost(event.cq, n);
-            } catch (err) {
-              subscriber.error(err);
-              return;
-            }
+            ackAtMost(event.cq, n); // a failed ack errors the result, and the event is not passed on
           } else {
             unacked.set(event.cq, n);
           }
           subscriber.next(event);
         },
-        error(err: unknown) {
-          try {
-            flush();
-          } catch {
-            // The upstream error is the one to report.
-          }
-          subscriber.error(err);
-        },
-        complete() {
-          try {
-            flush();
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
-          subscriber.complete();
-        },
+        error: flush,
+        complete: flush,
       });
       return () => {
         upstream.unsubscribe();

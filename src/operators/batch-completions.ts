@@ -1,5 +1,7 @@
 import { asapScheduler, Observable, OperatorFunction, SchedulerLike, Subscription } from 'rxjs';
+import { checkFinite, checkInt } from '../core/validate';
 import { WcBatch } from '../core/wc-batch';
+import { operate } from './operate';
 
 /** Options of {@link batchCompletions}. */
 export interface BatchCompletionsOptions {
@@ -47,15 +49,9 @@ export interface BatchCompletionsOptions {
  * @see {@link drainCq}
  */
 export function batchCompletions(options: BatchCompletionsOptions = {}): OperatorFunction<WcBatch, WcBatch> {
-  const maxSize = options.maxSize ?? Infinity;
-  const maxWait = options.maxWait ?? 0;
+  const maxSize = checkInt(options.maxSize ?? Infinity, 'batchCompletions: maxSize', 1, Infinity);
+  const maxWait = checkFinite(options.maxWait ?? 0, 'batchCompletions: maxWait', 0);
   const scheduler = options.scheduler ?? asapScheduler;
-  if (maxSize !== Infinity && (!Number.isSafeInteger(maxSize) || maxSize < 1)) {
-    throw new RangeError(`batchCompletions: maxSize must be an integer >= 1 or Infinity, got ${maxSize}`);
-  }
-  if (!(maxWait >= 0) || !Number.isFinite(maxWait)) {
-    throw new RangeError(`batchCompletions: maxWait must be a finite number >= 0, got ${maxWait}`);
-  }
   return (source) =>
     new Observable<WcBatch>((subscriber) => {
       let parts: WcBatch[] = [];
@@ -94,7 +90,7 @@ export function batchCompletions(options: BatchCompletionsOptions = {}): Operato
         }
       };
 
-      const upstream = source.subscribe({
+      const upstream = operate(source, subscriber, {
         next(batch) {
           if (batch.length === 0) return;
           parts.push(batch);
@@ -102,14 +98,8 @@ export function batchCompletions(options: BatchCompletionsOptions = {}): Operato
           if (count >= maxSize) emitFull();
           if (count > 0 && !timer) timer = scheduler.schedule(emitAll, maxWait);
         },
-        error(err: unknown) {
-          emitAll();
-          subscriber.error(err);
-        },
-        complete() {
-          emitAll();
-          subscriber.complete();
-        },
+        error: emitAll,
+        complete: emitAll,
       });
       return () => {
         upstream.unsubscribe();

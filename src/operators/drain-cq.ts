@@ -1,6 +1,8 @@
 import { Observable, OperatorFunction } from 'rxjs';
 import { failOnEvent } from '../core/event-acks';
 import type { CqEvent } from '../core/types';
+import { checkInt } from '../core/validate';
+import { operate } from './operate';
 import type { WcBatch } from '../core/wc-batch';
 
 /** Options of {@link drainCq}. */
@@ -41,13 +43,10 @@ export interface DrainCqOptions {
  * @see {@link batchCompletions}
  */
 export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): OperatorFunction<E, WcBatch> {
-  const max = options.max ?? 64;
-  if (!Number.isSafeInteger(max) || max < 1) {
-    throw new RangeError(`drainCq: max must be an integer >= 1, got ${max}`);
-  }
+  const max = checkInt(options.max ?? 64, 'drainCq: max', 1);
   return (source) =>
     new Observable<WcBatch>((subscriber) =>
-      source.subscribe({
+      operate(source, subscriber, {
         next(event) {
           while (!subscriber.closed) {
             let batch: WcBatch;
@@ -61,8 +60,6 @@ export function drainCq<E extends CqEvent>(options: DrainCqOptions = {}): Operat
             subscriber.next(batch);
           }
         },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
       }),
     );
 }

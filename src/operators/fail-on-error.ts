@@ -1,6 +1,7 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { WorkCompletionError } from '../core/errors';
 import type { WcBatch } from '../core/wc-batch';
+import { operate } from './operate';
 
 /**
  * Turns the first failed work completion of a stream of `WcBatch`es (any
@@ -34,7 +35,7 @@ import type { WcBatch } from '../core/wc-batch';
 export function failOnError(): MonoTypeOperatorFunction<WcBatch> {
   return (source) =>
     new Observable<WcBatch>((subscriber) =>
-      source.subscribe({
+      operate(source, subscriber, {
         next(batch) {
           let failed = -1;
           for (let i = 0; i < batch.length; i++) {
@@ -50,8 +51,6 @@ export function failOnError(): MonoTypeOperatorFunction<WcBatch> {
           if (failed > 0) subscriber.next(batch.slice(0, failed));
           subscriber.error(WorkCompletionError.fromBatch(batch, failed));
         },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
       }),
     );
 }

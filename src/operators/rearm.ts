@@ -1,6 +1,7 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { failOnEvent } from '../core/event-acks';
 import type { CqEvent } from '../core/types';
+import { operate } from './operate';
 
 /** Options of {@link rearm}. */
 export interface RearmOptions {
@@ -43,7 +44,7 @@ export function rearm<E extends CqEvent>(options: RearmOptions = {}): MonoTypeOp
   const solicitedOnly = options.solicitedOnly ?? false;
   return (source) =>
     new Observable<E>((subscriber) =>
-      source.subscribe({
+      operate(source, subscriber, {
         next(event) {
           try {
             event.cq.requestNotify(solicitedOnly);
@@ -53,8 +54,6 @@ export function rearm<E extends CqEvent>(options: RearmOptions = {}): MonoTypeOp
           }
           subscriber.next(event);
         },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
       }),
     );
 }

@@ -1,5 +1,6 @@
 import { MonoTypeOperatorFunction, Observable, Observer } from 'rxjs';
 import type { WcBatch } from '../core/wc-batch';
+import { operate } from './operate';
 
 /** Where {@link splitErrors} sends failed completions: a function, or an Observer / Subject. */
 export type WcErrorSink = ((failed: WcBatch) => void) | Partial<Observer<WcBatch>>;
@@ -45,7 +46,7 @@ export function splitErrors(errors: WcErrorSink): MonoTypeOperatorFunction<WcBat
   if (!sink || typeof sink !== 'object') throw new TypeError('splitErrors: errors must be a function or an Observer');
   return (source) =>
     new Observable<WcBatch>((subscriber) =>
-      source.subscribe({
+      operate(source, subscriber, {
         next(batch) {
           if (batch.allOk()) {
             if (batch.length > 0) subscriber.next(batch);
@@ -53,31 +54,11 @@ export function splitErrors(errors: WcErrorSink): MonoTypeOperatorFunction<WcBat
           }
           const ok = batch.filter((i) => batch.status[i] === 0);
           const failed = batch.filter((i) => batch.status[i] !== 0);
-          try {
-            sink.next?.(failed);
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
+          sink.next?.(failed); // a sink that throws errors the result; the good ones are not passed on
           if (ok.length > 0) subscriber.next(ok);
         },
-        error(err: unknown) {
-          try {
-            sink.error?.(err);
-          } catch {
-            // The source's error is the one to report.
-          }
-          subscriber.error(err);
-        },
-        complete() {
-          try {
-            sink.complete?.();
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
-          subscriber.complete();
-        },
+        error: (err) => sink.error?.(err),
+        complete: () => sink.complete?.(),
       }),
     );
 }

@@ -1,4 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription } from 'rxjs';
+import { operate } from './operate';
 
 /** Options of {@link steer}. */
 export interface SteerOptions<T, K> {
@@ -63,33 +64,24 @@ export function steer<T, K>(options: SteerOptions<T, K>): MonoTypeOperatorFuncti
         if (lanes.size === 0) ending?.();
       };
 
-      const upstream = source.subscribe({
+      const upstream = operate(source, subscriber, {
         next(item) {
-          let key: K;
-          let lane: Lane<T> | undefined;
-          try {
-            key = by(item);
-            lane = lanes.get(key);
-            if (!lane) {
-              const scheduler = to(key);
-              const fresh: Lane<T> = { items: [item], action: Subscription.EMPTY };
-              lanes.set(key, fresh);
-              fresh.action = scheduler.schedule(() => drain(key, fresh));
-              return;
-            }
-          } catch (err) {
-            subscriber.error(err);
+          // A `by` or `to` that throws errors the result.
+          const key = by(item);
+          const lane = lanes.get(key);
+          if (lane) {
+            lane.items.push(item);
             return;
           }
-          lane.items.push(item);
+          const scheduler = to(key);
+          const fresh: Lane<T> = { items: [item], action: Subscription.EMPTY };
+          lanes.set(key, fresh);
+          fresh.action = scheduler.schedule(() => drain(key, fresh));
         },
-        error(err: unknown) {
-          ending = () => subscriber.error(err);
-          if (lanes.size === 0) ending();
-        },
-        complete() {
-          ending = () => subscriber.complete();
-          if (lanes.size === 0) ending();
+        // The end waits behind the items still queued on their schedulers.
+        end(deliver) {
+          ending = deliver;
+          if (lanes.size === 0) deliver();
         },
       });
       return () => {

@@ -1,5 +1,5 @@
-import type { CmAddress, CmChannelPort, CmConnParam, CmIdPort } from '../core/cm';
-import type { VirtualCmChannel } from './virtual-cm-channel';
+import type { CmAddress, CmConnParam, CmIdPort } from '../core/cm';
+import { VirtualCmChannel } from './virtual-cm-channel';
 
 /** What an id asks of its virtual CM (the fabric). */
 export interface VirtualFabric {
@@ -21,7 +21,7 @@ export type VirtualIdState =
   | 'requested' | 'accepting' | 'connected' | 'disconnected' | 'closed';
 
 /** An `rdma_cm_id` of the virtual CM. */
-export class VirtualCmId implements CmIdPort {
+export class VirtualCmId implements CmIdPort<VirtualCmChannel> {
   /** Where it is in its life. */
   state: VirtualIdState = 'idle';
   /** Its address once bound or resolved. */
@@ -120,13 +120,12 @@ export class VirtualCmId implements CmIdPort {
   }
 
   /** Later events go to `channel` (a channel of the same virtual CM). */
-  migrate(channel: CmChannelPort): void {
+  migrate(channel: VirtualCmChannel): void {
     this.check('migrate');
-    const to = channel as VirtualCmChannel;
-    if (to.provider !== 'virtual' || !(to.ids instanceof Set)) throw new TypeError('a virtual id can only migrate to a channel of the virtual CM');
+    if (!(channel instanceof VirtualCmChannel)) throw new TypeError('a virtual id can only migrate to a channel of the virtual CM');
     this.current.ids.delete(this);
-    this.current = to;
-    to.ids.add(this);
+    this.current = channel;
+    channel.ids.add(this);
   }
 
   /** Destroys the id; a connected peer hears `DISCONNECTED`. Idempotent. */

@@ -13,6 +13,7 @@ import {
   CmQpState,
 } from '../core/cm';
 import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT } from '../core/constants';
+import { checkInt } from '../core/validate';
 import { VirtualCmChannel } from './virtual-cm-channel';
 import { VirtualCmId, VirtualFabric } from './virtual-cm-id';
 import { VirtualAddressSpace } from './virtual-memory';
@@ -121,9 +122,7 @@ export class VirtualCm implements CmPort<VirtualResources, VirtualResourceOption
    * @param helpers `TestScheduler.run` helpers, needed for a `deviceRemoval` marble.
    */
   constructor(options: VirtualCmOptions = {}, helpers?: Pick<RunHelpers, 'hot'>) {
-    const latency = options.latency ?? 1;
-    if (!Number.isSafeInteger(latency) || latency < 0) throw new RangeError(`latency must be an integer >= 0, got ${latency}`);
-    this.latency = latency;
+    this.latency = checkInt(options.latency ?? 1, 'latency', 0);
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.localHost = options.localHost ?? '192.0.2.1';
     if (options.deviceRemoval !== undefined) {

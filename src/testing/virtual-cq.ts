@@ -3,6 +3,7 @@ import type { RunHelpers } from 'rxjs/testing';
 import { CqOverrunError } from '../core/errors';
 import { refuseBusyCq, refuseOverAck } from '../core/refusals';
 import type { CqLike } from '../core/types';
+import { checkInt } from '../core/validate';
 import { WcBatch, WorkCompletionInit } from '../core/wc-batch';
 import { VirtualChannel } from './virtual-channel';
 import type { HotSource } from '../observables/hot-source';
@@ -126,9 +127,7 @@ export class VirtualCq implements CqLike {
    * @param helpers `TestScheduler.run` helpers, needed for a `completions` marble.
    */
   constructor(options: VirtualCqOptions = {}, helpers?: Pick<RunHelpers, 'hot'>) {
-    const cqe = options.cqe ?? 64;
-    if (!Number.isSafeInteger(cqe) || cqe < 1) throw new RangeError(`cqe must be an integer >= 1, got ${cqe}`);
-    this.cqe = cqe;
+    this.cqe = checkInt(options.cqe ?? 64, 'cqe', 1);
     this.channel = options.channel ?? new VirtualChannel();
     this.context = options.context;
     cqCount++;
@@ -218,9 +217,8 @@ export class VirtualCq implements CqLike {
   completions(options?: CompletionsOptions): HotSource<WcBatch> {
     if (this.source) return this.source;
     const { ackEvery = 64, pollMax = 256, ...buffer } = options ?? {};
-    for (const [name, n] of [['ackEvery', ackEvery], ['pollMax', pollMax]] as const) {
-      if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`${name} must be an integer >= 1, got ${n}`);
-    }
+    checkInt(ackEvery, 'ackEvery', 1);
+    checkInt(pollMax, 'pollMax', 1);
     let retained = false;
     const source: HotSource<WcBatch> = ownedSource<WcBatch>(
       { closed: this.isClosed, failure: this.failure },
@@ -270,7 +268,7 @@ export class VirtualCq implements CqLike {
   poll(max = this.cqe): WcBatch {
     this.ensureOpen('poll');
     if (this.overrun) throw new CqOverrunError('poll on an overrun CQ', { cqe: this.cqe });
-    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`poll: max must be an integer >= 1, got ${max}`);
+    checkInt(max, 'poll: max', 1);
     const taken = this.take(max);
     if (taken.length === 0 && !this.covered()) {
       this.violations.push(
@@ -283,7 +281,7 @@ export class VirtualCq implements CqLike {
 
   ack(n: number): void {
     this.ensureOpen('ack');
-    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`ack: n must be an integer >= 1, got ${n}`);
+    checkInt(n, 'ack: n', 1);
     refuseOverAck(n, this.unacked);
     this.acked += n;
     this.ackLog.next(n);

@@ -1,5 +1,6 @@
 import { ACCESS, AccessFlag } from '../core/constants';
 import { refuseClosed } from '../core/refusals';
+import { checkInt } from '../core/validate';
 
 /**
  * Where a virtual fabric's regions live: keys and addresses handed out once
@@ -132,9 +133,7 @@ export class VirtualPd {
    */
   allocMemory(size: number, options?: { access?: readonly AccessFlag[] }): VirtualMr {
     refuseClosed('protection domain', 'allocMemory', this.isClosed);
-    if (typeof size !== 'number') throw new TypeError(`size must be a number of bytes, got ${typeof size}`);
-    if (!Number.isInteger(size) || size < 1 || size > 2 ** 31) throw new RangeError(`size must be an integer from 1 to 2^31, got ${size}`);
-    return this.add(Buffer.alloc(size), accessOf(options));
+    return this.add(Buffer.alloc(checkInt(size, 'size', 1, 2 ** 31)), accessOf(options));
   }
 
   /**

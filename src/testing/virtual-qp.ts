@@ -2,6 +2,7 @@ import type { SchedulerLike } from 'rxjs';
 import type { CmQpState } from '../core/cm';
 import { DEFAULT_RNR_RETRY_COUNT, WC_OPCODES, WC_STATUS_NAMES, WcStatus } from '../core/constants';
 import { refuseClosed, verbsFailure, VerbsFailure } from '../core/refusals';
+import { checkInt, checkU64 } from '../core/validate';
 import type { VirtualCq } from './virtual-cq';
 import { VirtualMr, VirtualPd } from './virtual-memory';
 import type { VirtualSrq } from './virtual-srq';
@@ -433,20 +434,14 @@ export class VirtualQp {
   }
 }
 
+/** A u64 field, checked as the native post checks it, as a bigint. */
 function u64(value: unknown, what: string): bigint {
-  if (typeof value === 'bigint') {
-    if (value < 0n || value >= 2n ** 64n) throw new RangeError(`${what} must be in [0, 2^64), got ${value}`);
-    return value;
-  }
-  if (typeof value !== 'number') throw new TypeError(`${what} must be a number or a bigint, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be a non-negative safe integer, got ${value}`);
-  return BigInt(value);
+  return BigInt(checkU64(value, what));
 }
 
+/** A u32 field, checked as the native post checks it. */
 function u32(value: unknown, what: string): number {
-  if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${typeof value}`);
-  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new RangeError(`${what} must be an integer in [0, 2^32), got ${value}`);
-  return value;
+  return checkInt(value, what, 0, 0xffffffff);
 }
 
 /** The scatter/gather entries of a request, checked as the native post checks them. */

@@ -1,5 +1,6 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ConnectionResources } from '../core/cm';
+import { checkInt } from '../core/validate';
 import { VirtualChannel } from './virtual-channel';
 import { VirtualCq } from './virtual-cq';
 import { VirtualAddressSpace, VirtualPd } from './virtual-memory';
@@ -51,11 +52,7 @@ function capOf(cap: Partial<VirtualQpCap> | undefined): VirtualQpCap {
   for (const [key, value] of Object.entries(cap)) {
     if (!(key in CAP_DEFAULTS)) throw new TypeError(`cap.${key} is not a QP capacity (expected one of ${Object.keys(CAP_DEFAULTS).join(', ')})`);
     if (value === undefined) continue;
-    const min = key === 'maxInlineData' ? 0 : 1;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 65536) {
-      throw new RangeError(`cap.${key} must be an integer from ${min} to 65536, got ${String(value)}`);
-    }
-    out[key] = value;
+    out[key] = checkInt(value, `cap.${key}`, key === 'maxInlineData' ? 0 : 1, 65536);
   }
   return out as unknown as VirtualQpCap;
 }

@@ -1,11 +1,12 @@
 import { ThreadBound } from '../core/thread-bound';
 import type { NativeAddress, NativeAh } from '../native/binding';
 import type { Pd } from './pd';
+import { closeChildOf } from './lifecycle';
 import { WC_FLAGS } from '../core/constants';
 import { readGrh } from '../core/grh';
 import { verbsFailure } from '../core/refusals';
 import type { WorkCompletion } from '../core/wc-batch';
-import { checkInt, checkObject, copyOptions, describe, optInt } from './validate';
+import { checkInt, checkObject, copyOptions, describe, optInt } from '../core/validate';
 
 /**
  * Where an address handle points: a LID (InfiniBand) or a GID (routed IB,
@@ -63,9 +64,7 @@ export class Ah extends ThreadBound {
 
   /** Destroys the handle (`ibv_destroy_ah`). Idempotent. */
   close(): void {
-    if (this.native.closed) return;
-    this.native.close();
-    this.pd.forget(this);
+    closeChildOf(this.pd, this, this.native);
   }
 }
 

@@ -4,14 +4,14 @@ import type { HotSource, HotSourceOptions } from '../observables/hot-source';
 import { ownedSource } from '../observables/owned-source';
 import { CompletionChannel } from './channel';
 import { ASYNC_EVENT_NAMES, AsyncEventType, PORT_STATE_NAMES, WC_OPCODES, WC_STATUS_NAMES, WcOpcode, WcStatus } from '../core/constants';
-import { Cq } from './cq';
+import { Cq, DeviceHealth } from './cq';
 import { CqOverrunError, DeviceFatalError } from '../core/errors';
-import { Children } from './lifecycle';
+import { Children, Closable } from './lifecycle';
 import { cqOwners, qpOwners, srqOwners } from './owners';
 import { Pd } from './pd';
 import type { Qp } from './qp';
 import type { Srq } from './srq';
-import { describe, optInt } from './validate';
+import { describe, optInt } from '../core/validate';
 
 /** Options of {@link Context.createCq}. */
 export interface CreateCqOptions {
@@ -94,6 +94,13 @@ export class Context extends ThreadBound {
   private asyncSource: HotSource<AsyncEvent> | undefined;
   private droppedAsync = 0;
   private fatal: DeviceFatalError | undefined;
+  /** What its CQs learn of the device when a verb on them fails. */
+  private readonly health: DeviceHealth = {
+    fatalError: () => {
+      this.applyPendingAsync();
+      return this.fatal;
+    },
+  };
 
   /** @internal */
   constructor(native: NativeContext) {
@@ -148,7 +155,7 @@ export class Context extends ThreadBound {
     }
     const vec = optInt(compVector, 'compVector', 0, 1024, 0);
     const native = this.native.createCq(cqe, channel ? channel.native : null, vec);
-    return this.children.add('CQ', new Cq(native, this, channel, context));
+    return this.children.add('CQ', new Cq(native, this, channel, context, this.health));
   }
 
   /** The async events stream, with default options. */
@@ -252,11 +259,11 @@ export class Context extends ThreadBound {
   }
 
   /**
-   * @internal Reads and applies pending async events now, so a caller that
-   * just saw a verb fail learns whether the device died (DEVICE_FATAL) or
-   * only one CQ broke (CQ_ERR).
+   * Reads and applies pending async events now, so a CQ that just saw a
+   * verb fail learns whether the device died (DEVICE_FATAL) or only it
+   * broke (CQ_ERR).
    */
-  applyPendingAsync(): void {
+  private applyPendingAsync(): void {
     if (!this.native.closed) this.handleAsync(this.native.readAsyncEvents());
   }
 
@@ -265,8 +272,8 @@ export class Context extends ThreadBound {
     return this.fatal;
   }
 
-  /** @internal */
-  forget(child: Pd | Cq | CompletionChannel): void {
+  /** @internal A child closed itself: it leaves the teardown list. */
+  forget(child: Closable): void {
     this.children.delete(child);
   }
 

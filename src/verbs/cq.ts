@@ -13,6 +13,17 @@ import { cqOwners } from './owners';
 export type { CompletionsOptions };
 
 /**
+ * @internal What a CQ asks of its device when an arm or a poll fails:
+ * whether the device died. Answered after reading the async events still
+ * pending, so a DEVICE_FATAL just raised counts (and a CQ_ERR reaches the
+ * CQ before it words its own error).
+ */
+export interface DeviceHealth {
+  /** The error the device died with, or undefined while it lives. */
+  fatalError(): Error | undefined;
+}
+
+/**
  * A completion queue (`ibv_cq`). Consume it either explicitly (the channel's
  * `events$` with the operators: ack, arm, poll), or through
  * {@link Cq.completions$}, where the native watcher runs the correct loop —
@@ -31,16 +42,18 @@ export class Cq extends ThreadBound implements CqLike {
   private source: HotSource<WcBatch> | undefined;
   private pollMax = 256;
   private failure: Error | undefined;
+  private readonly health: DeviceHealth;
   // The addon's current slab and its words view, shared by the batches
   // carved from it (see batchIn).
   private slab: ArrayBuffer | undefined;
   private slabWords: Uint32Array | undefined;
 
   /** @internal */
-  constructor(native: NativeCq, context: Context, channel: CompletionChannel | undefined, userContext: unknown) {
+  constructor(native: NativeCq, context: Context, channel: CompletionChannel | undefined, userContext: unknown, health: DeviceHealth) {
     super();
     this.native = native;
     this.context = context;
+    this.health = health;
     this.channel = channel;
     this.userContext = userContext;
     cqOwners.set(native, this);
@@ -230,9 +243,8 @@ export class Cq extends ThreadBound implements CqLike {
 
   /** The typed error for a failed arm or poll: the device died, or the CQ overran. */
   private failureFor(cause: Error): Error {
-    this.context.applyPendingAsync();
     return (
-      this.context.fatalError ??
+      this.health.fatalError() ??
       this.failure ??
       new CqOverrunError(`CQ failed: ${cause.message}`, { cqe: this.safeCqe(), cause })
     );

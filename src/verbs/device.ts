@@ -1,30 +1,11 @@
-import { binding, NativeDeviceInfo } from '../native/binding';
+import { binding, NativeDeviceInfo, SoftDeviceOptions } from '../native/binding';
 import { Context } from './context';
-import { copyOptions, describe } from './validate';
+import { copyOptions, describe } from '../core/validate';
 
 /** A device as listed by {@link listDevices}. */
 export type DeviceInfo = NativeDeviceInfo;
 
-/** Options of {@link createSoftDevice}. */
-export interface SoftDeviceOptions {
-  /** Unique name, e.g. `'soft1'`. */
-  name: string;
-  /** Ports (default 1). */
-  ports?: number;
-  /** Largest CQ depth (default 65536). */
-  maxCqe?: number;
-  /** Largest queue depth of a QP (default 16384). */
-  maxQpWr?: number;
-  /** Most scatter/gather entries per WR (default 16). */
-  maxSge?: number;
-  /** Most inline bytes per send (default 256). */
-  maxInline?: number;
-  /**
-   * Numeric IPv4/IPv6 addresses the soft CM answers on for this device
-   * (none by default), so `listen()` / `connect()` reach it by address.
-   */
-  addresses?: string[];
-}
+export type { SoftDeviceOptions };
 
 const SOFT_DEVICE_KEYS = ['name', 'ports', 'maxCqe', 'maxQpWr', 'maxSge', 'maxInline', 'addresses'] as const;
 

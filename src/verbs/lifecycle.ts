@@ -22,6 +22,24 @@ export interface Closable {
   readonly children?: Children;
 }
 
+/** A verbs object that keeps a teardown list of its children (a context, a PD). */
+export interface Parent {
+  /** Takes a child that closed itself off the list. */
+  forget(child: Closable): void;
+}
+
+/**
+ * @internal Destroys a child (a QP, an SRQ, an address handle) once, and
+ * takes it off its parent's teardown list.
+ * @return false when it was closed already (close is idempotent).
+ */
+export function closeChildOf(parent: Parent, child: Closable, native: { readonly closed: boolean; close(): void }): boolean {
+  if (native.closed) return false;
+  native.close();
+  parent.forget(child);
+  return true;
+}
+
 /** The live children of one verbs object, by kind. */
 export class Children {
   private readonly live = new Map<Closable, ObjectKind>();

@@ -4,13 +4,13 @@ import type { AccessFlag } from '../core/constants';
 import type { WorkCompletion } from '../core/wc-batch';
 import type { Context } from './context';
 import { Cq } from './cq';
-import { Children } from './lifecycle';
+import { Children, Closable } from './lifecycle';
 import { Mr } from './mr';
 import { Qp, QpCapOptions } from './qp';
 import { CreateSrqOptions, Srq } from './srq';
 import { UdQp } from './ud-qp';
 import { Ah, AhOptions, addressFromWc, createAh } from './ah';
-import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from './validate';
+import { accessBits, checkInt, copyOptions, describe, optBool, optInt } from '../core/validate';
 
 /** Options of {@link Pd.createQp}. */
 export interface CreateQpOptions {
@@ -217,8 +217,8 @@ export class Pd extends ThreadBound {
     this.context.forget(this);
   }
 
-  /** @internal */
-  forget(child: Mr | Qp | Srq | Ah): void {
+  /** @internal A child closed itself: it leaves the teardown list. */
+  forget(child: Closable): void {
     this.children.delete(child);
   }
 }

@@ -14,9 +14,12 @@ import type { AhOptions } from './ah';
 import type { Cq } from './cq';
 import type { Pd } from './pd';
 import type { Srq } from './srq';
-import { accessBits, optInt, checkInt, checkObject, copyOptions } from './validate';
+import { accessBits, optInt, checkInt, checkObject, copyOptions } from '../core/validate';
 import { RecvWr, SendWr, WrEncoder } from './work-request';
 import { qpOwners } from './owners';
+import { QP_ATTR_MASK, RC_TRANSITION_MASK } from './qp-attr-mask';
+import { closeChildOf } from './lifecycle';
+import { postReceives } from './receive-queue';
 
 /** QP capacities asked for at creation. */
 export type QpCapOptions = Partial<NativeQpCap>;
@@ -117,24 +120,6 @@ export interface QpAttributes {
   /** RC: the primary path's address (`ah_attr`), in {@link AhOptions}' names; `gid` and the GRH fields only for a global (GID-routed) path. */
   ah: Required<Pick<AhOptions, 'port' | 'lid' | 'sl'>> & Omit<AhOptions, 'port' | 'lid' | 'sl'>;
 }
-
-const M = {
-  STATE: 1 << 0,
-  ACCESS_FLAGS: 1 << 3,
-  PKEY_INDEX: 1 << 4,
-  PORT: 1 << 5,
-  AV: 1 << 7,
-  PATH_MTU: 1 << 8,
-  TIMEOUT: 1 << 9,
-  RETRY_CNT: 1 << 10,
-  RNR_RETRY: 1 << 11,
-  RQ_PSN: 1 << 12,
-  MAX_QP_RD_ATOMIC: 1 << 13,
-  MIN_RNR_TIMER: 1 << 15,
-  SQ_PSN: 1 << 16,
-  MAX_DEST_RD_ATOMIC: 1 << 17,
-  DEST_QPN: 1 << 20,
-};
 
 const encoder = new WrEncoder();
 
@@ -252,7 +237,7 @@ export class Qp extends ThreadBound {
         portNum: optInt(port, 'port', 1, 255, 1),
         accessFlags: accessBits(access ?? ['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ']),
       },
-      M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS,
+      RC_TRANSITION_MASK.INIT,
     );
   }
 
@@ -286,7 +271,7 @@ export class Qp extends ThreadBound {
         minRnrTimer: optInt(options?.minRnrTimer, 'minRnrTimer', 0, 31, 12),
         ah,
       },
-      M.STATE | M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER,
+      RC_TRANSITION_MASK.RTR,
     );
   }
 
@@ -302,7 +287,7 @@ export class Qp extends ThreadBound {
         sqPsn: this.psn,
         maxRdAtomic: optInt(options?.maxRdAtomic, 'maxRdAtomic', 0, 255, 1),
       },
-      M.STATE | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.SQ_PSN | M.MAX_QP_RD_ATOMIC,
+      RC_TRANSITION_MASK.RTS,
     );
   }
 
@@ -318,7 +303,7 @@ export class Qp extends ThreadBound {
 
   /** Moves the QP to the error state: outstanding WRs flush with `WR_FLUSH_ERR`. */
   toError(): void {
-    this.native.modify({ qpState: 6 }, M.STATE);
+    this.native.modify({ qpState: 6 }, QP_ATTR_MASK.STATE);
   }
 
   /**
@@ -347,17 +332,12 @@ export class Qp extends ThreadBound {
    * {@link Qp.postSend} checks, the QP's own state first.
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    refuseClosed('queue pair', 'ibv_post_recv', this.native.closed);
-    const count = encoder.encodeRecv(wr);
-    if (count === 0) return;
-    this.native.postRecv(encoder.bytes, count);
+    postReceives(this.native, 'queue pair', 'ibv_post_recv', wr);
   }
 
   /** Destroys the QP (`ibv_destroy_qp`). Idempotent. */
   close(): void {
-    if (this.native.closed) return;
-    this.native.close();
-    this.pd.forget(this);
+    if (!closeChildOf(this.pd, this, this.native)) return;
     const closed = this.onClosed;
     this.onClosed = undefined;
     closed?.();

@@ -1,10 +1,11 @@
 import { ThreadBound } from '../core/thread-bound';
 import type { NativeSrq, NativeSrqAttr } from '../native/binding';
-import { refuseClosed } from '../core/refusals';
 import type { Pd } from './pd';
 import { srqOwners } from './owners';
-import { checkInt } from './validate';
-import { RecvWr, WrEncoder } from './work-request';
+import { checkInt } from '../core/validate';
+import { closeChildOf } from './lifecycle';
+import { postReceives } from './receive-queue';
+import type { RecvWr } from './work-request';
 
 /** Options of {@link Pd.createSrq}. */
 export interface CreateSrqOptions {
@@ -22,8 +23,6 @@ export interface CreateSrqOptions {
 
 /** What {@link Srq.query} reports (`ibv_query_srq`). */
 export type SrqAttr = NativeSrqAttr;
-
-const encoder = new WrEncoder();
 
 /**
  * A shared receive queue (`ibv_srq`): one pool of receives that every QP
@@ -88,16 +87,11 @@ export class Srq extends ThreadBound {
    * closed SRQ is `EBADF` before anything its WRs name.
    */
   postRecv(wr: RecvWr | readonly RecvWr[]): void {
-    refuseClosed('shared receive queue', 'ibv_post_srq_recv', this.native.closed);
-    const count = encoder.encodeRecv(wr);
-    if (count === 0) return;
-    this.native.postRecv(encoder.bytes, count);
+    postReceives(this.native, 'shared receive queue', 'ibv_post_srq_recv', wr);
   }
 
   /** Destroys the SRQ (`ibv_destroy_srq`); `EBUSY` while QPs use it. Idempotent. */
   close(): void {
-    if (this.native.closed) return;
-    this.native.close();
-    this.pd.forget(this);
+    closeChildOf(this.pd, this, this.native);
   }
 }

@@ -4,14 +4,9 @@ import type { Cq } from './cq';
 import type { Pd } from './pd';
 import type { Srq } from './srq';
 import { Qp } from './qp';
-import { copyOptions, optInt } from './validate';
+import { copyOptions, optInt } from '../core/validate';
 
-// rdma-core's IBV_QP_* mask bits a UD QP's transitions use.
-const STATE = 1 << 0;
-const PKEY_INDEX = 1 << 4;
-const PORT = 1 << 5;
-const QKEY = 1 << 6;
-const SQ_PSN = 1 << 16;
+import { UD_TRANSITION_MASK } from './qp-attr-mask';
 
 /**
  * An unreliable-datagram queue pair (`IBV_QPT_UD`), from
@@ -40,18 +35,18 @@ export class UdQp extends Qp {
     if (access !== undefined) throw new TypeError('a UD QP has no access flags (no RDMA operations reach it)');
     this.native.modify(
       { qpState: 1, pkeyIndex: 0, portNum: optInt(port, 'port', 1, 255, 1), qkey: this.qkey },
-      STATE | PKEY_INDEX | PORT | QKEY,
+      UD_TRANSITION_MASK.INIT,
     );
   }
 
   /** INIT -> RTR: receives are accepted from now on. A UD QP has no remote. */
   override toRtr(): void {
-    this.native.modify({ qpState: 2 }, STATE);
+    this.native.modify({ qpState: 2 }, UD_TRANSITION_MASK.RTR);
   }
 
   /** RTR -> RTS: sends may be posted from now on. */
   override toRts(): void {
-    this.native.modify({ qpState: 3, sqPsn: this.psn }, STATE | SQ_PSN);
+    this.native.modify({ qpState: 3, sqPsn: this.psn }, UD_TRANSITION_MASK.RTS);
   }
 
   /** RESET -> INIT -> RTR -> RTS: ready to send and receive. */

@@ -1,6 +1,6 @@
 import type { NativeAh } from '../native/binding';
 import { Ah } from './ah';
-import { checkInt, describe } from './validate';
+import { checkInt, describe } from '../core/validate';
 
 /**
  * A UD send WR's destination in the packed form: the RDMA fields carry it,

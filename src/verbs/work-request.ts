@@ -3,7 +3,7 @@ import type { Ah } from './ah';
 import { Mr } from './mr';
 import { packUdTarget } from './ud-target';
 import { WR_OPCODES, WrOpcode } from '../core/constants';
-import { checkInt, checkObject, checkU64, describe, optBool } from './validate';
+import { checkInt, checkObject, checkU64, describe, optBool } from '../core/validate';
 
 /** A scatter/gather entry: `length` bytes at `offset` in a registered region. */
 export interface Sge {

@@ -1,29 +1,14 @@
 import { randomBytes } from 'crypto';
 import { DEFAULT_RETRY_COUNT, DEFAULT_RNR_RETRY_COUNT, openDevice, WC_FLAGS } from '../../src';
 import { WrEncoder } from '../../src/verbs/work-request';
+import { QP_ATTR_MASK, RC_TRANSITION_MASK } from '../../src/verbs/qp-attr-mask';
 import { makePair, region, pollN, itSoft, expectThrow, TEST_DEVICE, TEST_GID_INDEX, IS_SOFT } from '../support/device';
 import { wcs, expectQuietAfter, throughMarker, sendOnce, caught, localError, pastCapacityLength, expectPastCapacity } from '../support/verbs-checks';
 
-// ibv_qp_attr_mask bits (as in verbs.h).
-const M = {
-  STATE: 1 << 0,
-  ACCESS_FLAGS: 1 << 3,
-  PKEY_INDEX: 1 << 4,
-  PORT: 1 << 5,
-  AV: 1 << 7,
-  PATH_MTU: 1 << 8,
-  TIMEOUT: 1 << 9,
-  RETRY_CNT: 1 << 10,
-  RNR_RETRY: 1 << 11,
-  RQ_PSN: 1 << 12,
-  MAX_QP_RD_ATOMIC: 1 << 13,
-  MIN_RNR_TIMER: 1 << 15,
-  SQ_PSN: 1 << 16,
-  MAX_DEST_RD_ATOMIC: 1 << 17,
-  DEST_QPN: 1 << 20,
-};
-const INIT_MASK = M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS;
-const RTR_MASK = M.STATE | M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER;
+// ibv_qp_attr_mask bits and the masks the connection steps use, as the verbs classes send them.
+const M = QP_ATTR_MASK;
+const INIT_MASK = RC_TRANSITION_MASK.INIT;
+const RTR_MASK = RC_TRANSITION_MASK.RTR;
 
 /**
  * A context with a PD, one CQ and two unconnected QPs in RESET. `toRtr(qp)`
@@ -119,7 +104,7 @@ describe('QP state machine', () => {
       expect(l.a.state).toBe('RTR');
       // RTR -> RTS without the SQ PSN
       const rts = { qpState: 3, timeout: 14, retryCnt: 7, rnrRetry: 7, sqPsn: 0, maxRdAtomic: 1 };
-      const rtsMask = M.STATE | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.SQ_PSN | M.MAX_QP_RD_ATOMIC;
+      const rtsMask = RC_TRANSITION_MASK.RTS;
       expectThrow(() => l.a.native.modify(rts, rtsMask & ~M.SQ_PSN), 'Error', { code: 'EINVAL', syscall: 'ibv_modify_qp' });
       expect(l.a.state).toBe('RTR');
       l.a.native.modify(rts, rtsMask);

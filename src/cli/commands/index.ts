@@ -1,14 +1,14 @@
 /**
  * The commands of `rx-verbs`, by name. Each lives in its own folder under
- * src/cli; `bench` is still here while its suites move out to bench/.
+ * src/cli.
  */
+import { bench } from '../bench/command';
 import { demo } from '../demo/command';
 import { devices } from '../devices/command';
 import { pingpong } from '../pingpong/command';
 import { rdmaClient, rdmaServer } from '../rdma-pair/command';
 import { rping } from '../rping/command';
 import type { Command } from '../shared/command';
-import { bench } from './bench';
 
 export type { Command } from '../shared/command';
 

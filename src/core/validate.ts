@@ -1,12 +1,36 @@
-/** Argument checks shared by the verbs classes: each throws a TypeError or RangeError saying what was expected. */
-import { ACCESS, AccessFlag } from '../core/constants';
+/**
+ * The argument checks every layer shares: each returns the value it
+ * checked, or throws a TypeError (not the right type) or a RangeError (the
+ * right type, out of range) whose message says what was expected. Written
+ * once here, in the leaf, so the operators, the completion primitives and
+ * the testing kit word a bad argument exactly as the verbs classes do.
+ */
+import { ACCESS, AccessFlag } from './constants';
 
-/** An integer in [min, max]. */
-export function checkInt(value: unknown, what: string, min: number, max: number): number {
+/**
+ * An integer in [min, max]. `max` defaults to the largest safe integer (the
+ * message then says `>= min`); `max` Infinity also accepts Infinity itself
+ * ("no limit", as `batchCompletions({ maxSize })` takes it).
+ */
+export function checkInt(value: unknown, what: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${value}`);
+  if (value === Infinity && max === Infinity) return value;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new RangeError(`${what} must be ${intRange(min, max)}, got ${value}`);
   }
+  return value;
+}
+
+function intRange(min: number, max: number): string {
+  if (max === Infinity) return `an integer >= ${min} or Infinity`;
+  if (max >= Number.MAX_SAFE_INTEGER) return `an integer >= ${min}`;
+  return `an integer in [${min}, ${max}]`;
+}
+
+/** A finite number >= `min` (a time, say). */
+export function checkFinite(value: unknown, what: string, min: number): number {
+  if (typeof value !== 'number') throw new TypeError(`${what} must be a number, got ${describe(value)}`);
+  if (!Number.isFinite(value) || value < min) throw new RangeError(`${what} must be a finite number >= ${min}, got ${value}`);
   return value;
 }
 
@@ -37,7 +61,14 @@ export function optBool(value: unknown, what: string, fallback: boolean): boolea
   return value;
 }
 
-/** A plain object (or undefined when optional). */
+/** An optional function. */
+export function checkFunction(value: unknown, what: string): ((...args: never[]) => unknown) | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') throw new TypeError(`${what} must be a function, got ${describe(value)}`);
+  return value as (...args: never[]) => unknown;
+}
+
+/** A plain object. */
 export function checkObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null) throw new TypeError(`${what} must be an object, got ${describe(value)}`);
   return value as Record<string, unknown>;

@@ -8,7 +8,7 @@
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import type { Command } from './index';
+import type { Command } from '../shared/command';
 
 /** `rx-verbs bench`: hands its arguments to bench/run.js when the checkout has it. */
 export const bench: Command = {
