@@ -1,7 +1,7 @@
 /**
  * The bounded-buffer options every hot source and `toTakeable()` share, and
  * their validation (bad numbers are RangeErrors, a missing callback or an
- * unknown strategy a TypeError, as DESIGN §6 asks).
+ * unknown strategy a TypeError: docs/ARCHITECTURE.md, Errors and bad input).
  */
 
 /**

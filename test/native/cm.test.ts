@@ -1,5 +1,5 @@
 /**
- * The connection manager's native half over the raw binding (DESIGN sec. 7):
+ * The connection manager's native half over the raw binding (docs/ARCHITECTURE.md, Connections):
  * the soft CM plays librdmacm's event sequence for ids without a QP, QPs
  * made on the id's own device are moved with modifyQp, and data then flows
  * through them. Soft only: on rxe0 these skip (test/skips.txt), and the
