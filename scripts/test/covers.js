@@ -165,8 +165,12 @@ function write() {
   const { text, begin, end, rows } = readMap();
   const reached = reach(testFiles());
   const lines = ['', '| Source | Tests |', '| --- | --- |'];
-  for (const s of sourceFiles()) {
-    const ts = rows.get(s) ?? (s.endsWith('.ts') ? suggest(s, reached) : []);
+  const sources = sourceFiles();
+  // A file that moved (a row whose file is gone, one name alike) keeps its tests.
+  const moved = new Map();
+  for (const [old, ts] of rows) if (!sources.includes(old)) moved.set(path.basename(old), ts);
+  for (const s of sources) {
+    const ts = rows.get(s) ?? moved.get(path.basename(s)) ?? (s.endsWith('.ts') ? suggest(s, reached) : []);
     lines.push(`| \`${s}\` | ${ts.map((t) => `\`${t}\``).join(', ')} |`);
   }
   lines.push('');
