@@ -1,5 +1,5 @@
 /**
- * The layering of DESIGN.md §1, checked by `npm run lint:deps`:
+ * The layering of docs/ARCHITECTURE.md, Layers, checked by `npm run lint:deps`:
  *
  *   core <- observables <- verbs (<- native) <- cm <- messages <- streams, workers <- cli / examples
  *   operators: beside verbs, on core and observables only
@@ -30,7 +30,7 @@ const MAY_IMPORT = {
 const layerRules = Object.entries(MAY_IMPORT).map(([layer, allowed]) => ({
   name: `${layer}-layering`,
   severity: 'error',
-  comment: `src/${layer} may import ${allowed.length ? allowed.map((a) => `src/${a}`).join(', ') : 'nothing else from src'} (DESIGN.md §1)`,
+  comment: `src/${layer} may import ${allowed.length ? allowed.map((a) => `src/${a}`).join(', ') : 'nothing else from src'} (docs/ARCHITECTURE.md, Layers)`,
   from: { path: `^src/${layer}/` },
   to: { path: '^src/', pathNot: [layer, ...allowed].map((a) => `^src/${a}/`) },
 }));

@@ -1,4 +1,4 @@
-// The native peer of the message layer (DESIGN §10, src/messages/wire.ts):
+// The native peer of the message layer (docs/ARCHITECTURE.md, The message layer; src/messages/wire.ts):
 // a client and a server speaking wire format version 1 on soft0 of this
 // addon's own copy of the provider, connected through its own copy of the
 // soft CM with the set-up in the private data, as connectMessages() and

@@ -1,6 +1,6 @@
 /**
  * The benchmark runner (`npm run bench`, through bench/run.js): the
- * benchmarks of DESIGN §3 on the soft device, each against its baselines in
+ * benchmarks of docs/ARCHITECTURE.md, The hot path, on the soft device, each against its baselines in
  * the same process and run.
  *
  * Suites (`--only a,b`): throughput, eventRate, latency, idle, memory,

@@ -1,5 +1,5 @@
 /**
- * Suite 8: the message layer (DESIGN §10) on soft0, each figure against its
+ * Suite 8: the message layer (docs/ARCHITECTURE.md, The message layer) on soft0, each figure against its
  * baselines in the same process and run:
  * - 64-byte messages one way as fast as the sender may go (rate) and echoed
  *   (round trip): the layer against the raw verbs pipeline on the same kind

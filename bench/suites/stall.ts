@@ -3,7 +3,7 @@
  * Samples `registerMemory` + `close` latency on an idle context, first with
  * the device idle (the baseline), then while a second context moves
  * `count` RDMA WRITEs of `size` bytes between two of its own QPs, in the
- * same run. The verb must not wait on the other context's copies (DESIGN §9).
+ * same run. The verb must not wait on the other context's copies (docs/ARCHITECTURE.md, Memory safety).
  */
 import { performance } from 'perf_hooks';
 import { Context, Mr, Pd, Qp, openDevice } from 'rx-verbs';

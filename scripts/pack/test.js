@@ -83,6 +83,8 @@ function pack() {
   }
   const stray = files.filter((f) => /^(test|bench|examples|scripts\/(?!probe-)|src\/native\/build\/)|\.digest$|\.tsbuildinfo$|\.test\./.test(f));
   check(stray.length === 0, 'no tests, benchmarks or build stamps in the tarball', stray.slice(0, 5).join(', '));
+  // Comments in the shipped sources and typings cite the architecture document; typedoc's output is not shipped.
+  check(files.includes('docs/ARCHITECTURE.md') && !files.some((f) => f.startsWith('docs/api/')), 'docs/ARCHITECTURE.md in the tarball, docs/api not');
   return tarball;
 }
 

@@ -57,7 +57,7 @@ export function connect$<R extends ConnectionResources>(options: ConnectionOptio
     plan = planAttempt<R>(options);
   } catch (err) {
     // Bad options: every subscription errors with the TypeError / RangeError
-    // at once, before anything is sent (Observable APIs never throw, DESIGN §4).
+    // at once, before anything is sent (Observable APIs never throw: docs/ARCHITECTURE.md, Errors and bad input).
     return throwError(() => err);
   }
   return new Observable<Connection<R>>((subscriber) => {
@@ -283,6 +283,6 @@ export function connect<R extends ConnectionResources, O extends object>(
 ): Promise<Connection<R>>;
 export function connect(options: ConnectionOptions): Promise<Connection<VerbsResources>>;
 export function connect(options: ConnectionOptions): Promise<Connection<ConnectionResources>> {
-  // Bad options reject (a Promise API never throws, DESIGN §4), before anything is sent.
+  // Bad options reject (a Promise API never throws: docs/ARCHITECTURE.md, Errors and bad input), before anything is sent.
   return new Promise((resolve, reject) => new ConnectAttempt(planAttempt<ConnectionResources>(options), resolve, reject).start());
 }

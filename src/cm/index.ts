@@ -1,5 +1,5 @@
 /**
- * Connections between hosts (DESIGN §7): `listen()` / `connect()` over
+ * Connections between hosts (docs/ARCHITECTURE.md, Connections): `listen()` / `connect()` over
  * rdma_cm (librdmacm, or the soft CM of soft devices), CM event channels
  * as hot sources, and connections whose QPs and CQs are ordinary verbs
  * objects.

@@ -136,7 +136,7 @@ export class ConnectionRequest<R extends ConnectionResources = VerbsResources> e
       ownChannel = optBool(opts.ownChannel, 'ownChannel', true);
       rnrRetryCount = opts.rnrRetryCount === undefined ? undefined : optInt(opts.rnrRetryCount, 'rnrRetryCount', 0, 7, 7);
     } catch (err) {
-      // Bad options fail the answer, the request still pending (neither form throws, DESIGN §4).
+      // Bad options fail the answer, the request still pending (neither form throws: docs/ARCHITECTURE.md, Errors and bad input).
       reject(err);
       return noop;
     }

@@ -23,7 +23,7 @@ export function checkPort(value: unknown, allowZero: boolean): number {
 
 /**
  * Private data as a fresh copy of at most the limit of `kind` bytes
- * (DESIGN §7: 56 to connect, 196 to accept, 148 to reject).
+ * (docs/ARCHITECTURE.md, Connections: 56 to connect, 196 to accept, 148 to reject).
  */
 export function checkPrivateData(
   value: unknown,

@@ -1,5 +1,5 @@
 /**
- * Typed failures of connection set-up and of live connections (DESIGN §7).
+ * Typed failures of connection set-up and of live connections (docs/ARCHITECTURE.md, Connections).
  * Each has a stable `name` and `code`, as the verbs errors do, so callers
  * switch on `err.code` without `instanceof`. Addon-free: the virtual CM
  * raises the same ones.

@@ -1,5 +1,5 @@
 /**
- * The connection manager's vocabulary (DESIGN §7), shared by the native CM
+ * The connection manager's vocabulary (docs/ARCHITECTURE.md, Connections), shared by the native CM
  * adapter (src/cm) and the testing kit's virtual CM: event names, addresses,
  * private-data limits, and the small port interface that `listen()` and
  * `connect()` drive. Kept free of any native import, so a virtual CM can

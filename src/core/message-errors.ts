@@ -1,5 +1,5 @@
 /**
- * Typed failures of the message layer (DESIGN §10). Each has a stable
+ * Typed failures of the message layer (docs/ARCHITECTURE.md, The message layer). Each has a stable
  * `name` and `code`, as the verbs and CM errors do. Addon-free.
  */
 

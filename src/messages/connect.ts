@@ -45,7 +45,7 @@ function sized(options: VerbsResourceOptions, m: ResolvedMessageOptions): VerbsR
 }
 
 /**
- * Connects with the message layer on the connection (DESIGN §10): the
+ * Connects with the message layer on the connection (docs/ARCHITECTURE.md, The message layer): the
  * same set-up as `connect()`, and the layer's sizes agreed with the peer
  * in the private data (the caller's own `privateData` gets 40 bytes).
  * Resolves once established, its receives posted.

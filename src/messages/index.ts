@@ -1,5 +1,5 @@
 /**
- * The message layer on a connection (DESIGN §10): pooled receive buffers,
+ * The message layer on a connection (docs/ARCHITECTURE.md, The message layer): pooled receive buffers,
  * credits, messages of any size (rendezvous above the eager size),
  * request/response with cancellation.
  */

@@ -135,7 +135,7 @@ const READ_NUMBERS = 0x40000000;
 const FLUSH_GRACE_MS = 1000;
 
 /**
- * The message layer on one connection (DESIGN §10): messages of any size
+ * The message layer on one connection (docs/ARCHITECTURE.md, The message layer): messages of any size
  * both ways, with credits so that no SEND ever finds the peer's receive
  * queue empty, pooled and replenished receive buffers, rendezvous above
  * `maxEager`, and request/response. Made by `connectMessages()` and

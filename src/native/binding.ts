@@ -357,7 +357,7 @@ export interface NativeCmAddress {
   port: number;
 }
 
-/** `rdma_conn_param` as the CM calls take it (limits in DESIGN §7). */
+/** `rdma_conn_param` as the CM calls take it (limits in docs/ARCHITECTURE.md, Connections). */
 export interface NativeCmConnParam {
   privateData?: Uint8Array;
   responderResources?: number;

@@ -1,7 +1,8 @@
 /**
  * The bounded-buffer options every hot source and `toTakeable()` share, and
  * their validation (a number out of range is a RangeError; a non-number, a
- * missing callback or an unknown strategy a TypeError, as DESIGN §6 asks).
+ * missing callback or an unknown strategy a TypeError: docs/ARCHITECTURE.md,
+ * Errors and bad input).
  */
 import { checkInt } from '../core/validate';
 

@@ -19,7 +19,7 @@ export interface SourceOwnerState {
  * time after its object ended is born ended as it would have been had it been
  * touched before — errored with the object's failure, else completed — so
  * that its first subscriber, `tryTake()` and `take()` see the end at once
- * instead of waiting forever for items that cannot come (DESIGN §4).
+ * instead of waiting forever for items that cannot come (docs/ARCHITECTURE.md, Hot sources).
  *
  * @param owner the object's state now (see {@link SourceOwnerState}).
  * @param driver the native side (see {@link HotSourceDriver}).

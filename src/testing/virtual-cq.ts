@@ -59,7 +59,7 @@ function atFrame(): string {
 }
 
 /**
- * A completion queue in virtual time, with the native semantics (DESIGN §2):
+ * A completion queue in virtual time, with the native semantics (docs/ARCHITECTURE.md, Providers):
  * - `requestNotify()` arms once: the next completion added after it (for
  *   `solicitedOnly`, the next solicited or error one) raises one event on
  *   the channel and disarms. Completions already queued raise nothing.

@@ -3,7 +3,7 @@ import { connect, createCmChannel, listen, Connection } from '../../src';
 import { endedAs, seeEnd } from '../support/ended';
 
 /**
- * DESIGN §4 for the connection manager's sources on soft0 (soft CM): a
+ * docs/ARCHITECTURE.md, Hot sources ("born terminated"), for the connection manager's sources on soft0 (soft CM): a
  * source of a closed CM object, first touched after the close, sees the end
  * at once, as it does when touched before.
  */

@@ -3,7 +3,7 @@ import { acceptMessages, connectMessages, listen, MessagesClosedError } from '..
 
 /**
  * How the message layer ends when a work request fails under it (not a
- * clean close): DESIGN §10 and the layer's own rule say a clean end
+ * clean close): docs/ARCHITECTURE.md, The message layer, and the layer's own rule say a clean end
  * completes `messages$` and `requests$` and a failure errors them, so a
  * consumer of the sources learns that something went wrong.
  */

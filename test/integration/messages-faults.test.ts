@@ -26,7 +26,7 @@ import { ReceivePool } from '../../src/messages/receive-pool';
 import type { TransportMr } from '../../src/messages/transport';
 
 /**
- * The message layer's "bad input and faults" cases (DESIGN §10) on soft0:
+ * The message layer's "bad input and faults" cases (docs/ARCHITECTURE.md, The message layer) on soft0:
  * each ends typed, loses nothing, hangs nothing and grows nothing. Both
  * sides run with `rnrRetryCount: 0`, so a credit slip is a failed
  * completion, never a delay.

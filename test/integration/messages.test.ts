@@ -16,7 +16,7 @@ import {
 } from '../../src';
 
 /**
- * The message layer (DESIGN §10) end to end on soft0 over the soft CM, with
+ * The message layer (docs/ARCHITECTURE.md, The message layer) end to end on soft0 over the soft CM, with
  * `rnrRetryCount: 0` on both sides: a credit slip would be a failed
  * completion (RNR_RETRY_EXC_ERR), not a delay.
  */

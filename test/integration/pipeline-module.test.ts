@@ -1,7 +1,7 @@
 import { Subscription } from 'rxjs';
 import { credits } from '../../src';
 import { makePair, region, waitFor } from '../support/device';
-// The same module the marble test (test/unit/pipeline-module.test.ts) runs on the testing kit.
+// The same module the marble test (test/unit/testing/pipeline-module.test.ts) runs on the testing kit.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { completionPipeline } = require('../../examples/lib/completion-pipeline');
 

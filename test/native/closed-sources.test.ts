@@ -3,7 +3,7 @@ import { TEST_DEVICE, itSoft, makePair, waitFor } from '../support/device';
 import { AnySource, endedAs, seeEnd } from '../support/ended';
 
 /**
- * DESIGN §4: a source of an object that is already closed is born
+ * docs/ARCHITECTURE.md, Hot sources: a source of an object that is already closed is born
  * terminated. Each hot source of the verbs objects, first touched after its
  * object closed, ends exactly as the same source touched before the close
  * does: its subscriber, tryTake(), take() and firstValueFrom() see the end

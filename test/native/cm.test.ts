@@ -1,5 +1,5 @@
 /**
- * The connection manager's native half over the raw binding (DESIGN sec. 7):
+ * The connection manager's native half over the raw binding (docs/ARCHITECTURE.md, Connections):
  * the soft CM plays librdmacm's event sequence for ids without a QP, QPs
  * made on the id's own device are moved with modifyQp, and data then flows
  * through them. Soft only: on rxe0 these skip (test/skips.txt), and the
@@ -49,6 +49,20 @@ function closeAll(logs: EventLog[], ids: NativeCmId[]): void {
 /** A soft device (made once per process) that answers on `addresses`. */
 function softDevice(name: string, addresses: string[]): void {
   if (!b.listDevices().some((d) => d.name === name)) b.createSoftDevice({ name, addresses });
+}
+
+/** One call that must throw: what it is, the call, the error's name and (errno errors) its code. */
+type Refusal = [what: string, call: () => unknown, name: 'TypeError' | 'RangeError' | 'Error', code?: string];
+
+/** Each call throws as its row says; a failure names the row. */
+function expectRefusals(rows: Refusal[]): void {
+  for (const [what, call, name, code] of rows) {
+    try {
+      expectThrow(call, name, code ? { code } : {});
+    } catch (err) {
+      throw new Error(`${what}: ${(err as Error).message}`);
+    }
+  }
 }
 
 describe('soft CM: the connection sequence', () => {
@@ -194,31 +208,30 @@ describe('soft CM: the connection sequence', () => {
 });
 
 describe('soft CM: endings and failures', () => {
-  itSoft('disconnect from the client: both sides get DISCONNECTED once; disconnecting again is a no-op', async () => {
-    const c = await softConnection();
-    try {
-      c.connecting.disconnect();
-      await c.client.next(CmEvent.DISCONNECTED);
-      await c.server.next(CmEvent.DISCONNECTED);
-      c.accepted.disconnect();
-      c.connecting.disconnect();
-      c.client.channel.createId().close(); // a round trip through each channel
-      expect(c.client.pending + c.server.pending).toBe(0);
-    } finally {
-      c.close();
-    }
-  });
-
-  itSoft('disconnect from the server: both sides get DISCONNECTED', async () => {
-    const c = await softConnection();
-    try {
-      c.accepted.disconnect();
-      await c.server.next(CmEvent.DISCONNECTED);
-      await c.client.next(CmEvent.DISCONNECTED);
-    } finally {
-      c.close();
-    }
-  });
+  // Either side disconnects: its own DISCONNECTED, then the peer's; after
+  // that, disconnecting again (from either side) raises nothing more.
+  for (const { title, from } of [
+    { title: 'disconnect from the client: both sides get DISCONNECTED once; disconnecting again is a no-op', from: 'client' },
+    { title: 'disconnect from the server: both sides get DISCONNECTED', from: 'server' },
+  ] as const) {
+    itSoft(title, async () => {
+      const c = await softConnection();
+      try {
+        const client = { id: c.connecting, log: c.client };
+        const server = { id: c.accepted, log: c.server };
+        const [own, peer] = from === 'client' ? [client, server] : [server, client];
+        own.id.disconnect();
+        await own.log.next(CmEvent.DISCONNECTED);
+        await peer.log.next(CmEvent.DISCONNECTED);
+        peer.id.disconnect();
+        own.id.disconnect();
+        c.client.channel.createId().close(); // a round trip through each channel
+        expect(c.client.pending + c.server.pending).toBe(0);
+      } finally {
+        c.close();
+      }
+    });
+  }
 
   itSoft('closing a connected id: the peer gets DISCONNECTED, and close() never blocks and is idempotent', async () => {
     const c = await softConnection();
@@ -690,12 +703,14 @@ describe('soft CM: bad input and misuse', () => {
   afterEach(() => closeAll([log], [id]));
 
   itSoft('createCmChannel takes "rdmacm" or "soft"; createId a known port space', () => {
-    expectThrow(() => b.createCmChannel('nope' as 'soft'), 'TypeError');
-    expectThrow(() => b.createCmChannel(1 as unknown as 'soft'), 'TypeError');
-    expectThrow(() => log.channel.createId(7), 'RangeError');
-    expectThrow(() => log.channel.createId('x' as unknown as number), 'TypeError');
-    expectThrow(() => log.channel.createId(0x0111), 'Error', { code: 'EPROTONOSUPPORT' });
-    expectThrow(() => log.channel.setOwner({} as never), 'TypeError');
+    expectRefusals([
+      ['an unknown provider', () => b.createCmChannel('nope' as 'soft'), 'TypeError'],
+      ['a provider that is not a string', () => b.createCmChannel(1 as unknown as 'soft'), 'TypeError'],
+      ['an unknown port space', () => log.channel.createId(7), 'RangeError'],
+      ['a port space that is not a number', () => log.channel.createId('x' as unknown as number), 'TypeError'],
+      ['the UDP port space', () => log.channel.createId(0x0111), 'Error', 'EPROTONOSUPPORT'],
+      ['an owner without a handler', () => log.channel.setOwner({} as never), 'TypeError'],
+    ]);
   });
 
   itSoft('addresses: a numeric host (TypeError otherwise, names are never resolved) and a port 0..65535 (RangeError)', () => {
@@ -709,11 +724,13 @@ describe('soft CM: bad input and misuse', () => {
   });
 
   itSoft('timeouts are positive integers, backlogs non-negative', () => {
-    for (const t of [0, -5, 1.5, 2 ** 31]) expectThrow(() => id.resolveAddr({ host: '127.0.0.1', port: 1 }, t), 'RangeError');
-    expectThrow(() => id.resolveAddr({ host: '127.0.0.1', port: 1 }, '5' as unknown as number), 'TypeError');
-    expectThrow(() => id.resolveRoute(0), 'RangeError');
-    expectThrow(() => id.listen(-1), 'RangeError');
-    expectThrow(() => id.listen('1' as unknown as number), 'TypeError');
+    expectRefusals([
+      ...[0, -5, 1.5, 2 ** 31].map((t): Refusal => [`resolveAddr timeout ${t}`, () => id.resolveAddr({ host: '127.0.0.1', port: 1 }, t), 'RangeError']),
+      ['a resolveAddr timeout that is not a number', () => id.resolveAddr({ host: '127.0.0.1', port: 1 }, '5' as unknown as number), 'TypeError'],
+      ['resolveRoute timeout 0', () => id.resolveRoute(0), 'RangeError'],
+      ['backlog -1', () => id.listen(-1), 'RangeError'],
+      ['a backlog that is not a number', () => id.listen('1' as unknown as number), 'TypeError'],
+    ]);
   });
 
   itSoft('private data: 56 bytes to connect, 196 to accept, 148 to reject; one more is a RangeError before anything is sent', async () => {
@@ -754,14 +771,17 @@ describe('soft CM: bad input and misuse', () => {
   });
 
   itSoft('state misuse is an errno Error: bind twice, listen unbound, connect before the route or on a listener, connect twice, establish early', async () => {
-    expectThrow(() => id.listen(1), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.resolveRoute(100), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.connect({ qpNum: 1 }), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.establish(), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.disconnect(), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.accept({ qpNum: 1 }), 'Error', { code: 'EINVAL' });
-    expectThrow(() => id.openContext(), 'Error', { code: 'ENODEV' });
-    expectThrow(() => id.bind({ host: '192.0.2.1', port: 0 }), 'Error', { code: 'EADDRNOTAVAIL' });
+    // A fresh id: nothing but bind and resolveAddr makes sense yet.
+    expectRefusals([
+      ['listen unbound', () => id.listen(1), 'Error', 'EINVAL'],
+      ['resolveRoute before the address', () => id.resolveRoute(100), 'Error', 'EINVAL'],
+      ['connect before the route', () => id.connect({ qpNum: 1 }), 'Error', 'EINVAL'],
+      ['establish before connecting', () => id.establish(), 'Error', 'EINVAL'],
+      ['disconnect unconnected', () => id.disconnect(), 'Error', 'EINVAL'],
+      ['accept without a request', () => id.accept({ qpNum: 1 }), 'Error', 'EINVAL'],
+      ['openContext with no device', () => id.openContext(), 'Error', 'ENODEV'],
+      ['bind to an address no device has', () => id.bind({ host: '192.0.2.1', port: 0 }), 'Error', 'EADDRNOTAVAIL'],
+    ]);
     id.bind({ host: '127.0.0.1', port: 0 });
     expectThrow(() => id.bind({ host: '127.0.0.1', port: 0 }), 'Error', { code: 'EINVAL' });
     id.listen(0);

@@ -1,5 +1,5 @@
 /**
- * What the public API does where rdma_cm cannot be used (DESIGN sec. 7):
+ * What the public API does where rdma_cm cannot be used (docs/ARCHITECTURE.md, Connections):
  * rdmacmStatus() says so and why, listen() throws and connect() rejects
  * with a CmUnavailableError carrying that reason. On a machine whose kernel
  * has an RDMA CM (the rxe guests) the status says available and a channel

@@ -1,5 +1,5 @@
 /**
- * Type tags (DESIGN.md sec. 9, issue 16 item 1): every method, getter and
+ * Type tags (docs/ARCHITECTURE.md, Memory safety; issue 16 item 1): every method, getter and
  * setter of every native class checks its receiver, and constructors accept
  * only what the addon itself passes them. The calls run in a child process
  * (test/fixtures/receiver-tags-child.js): a cast of the wrong object would

@@ -1,5 +1,5 @@
 /**
- * Re-entrancy (DESIGN.md sec. 9, issue 16 item 2): native entry points read
+ * Re-entrancy (docs/ARCHITECTURE.md, Memory safety; issue 16 item 2): native entry points read
  * every JS argument before they take a native object, so a getter (or Proxy
  * trap, or valueOf) that closes the receiver or an argument ends in a clear
  * EBADF error (or a TypeError for values the addon never converts), never a

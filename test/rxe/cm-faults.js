@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The fault cases of issue 15 (DESIGN §7) through the library's own API
+// The fault cases of issue 15 (docs/ARCHITECTURE.md, Connections) through the library's own API
 // (listen / connect / Connection from dist/), one case per run:
 //
 //   node test/rxe/cm-faults.js server <case> <host> <port>   # the passive host

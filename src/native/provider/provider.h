@@ -290,7 +290,7 @@ class Cq {
  public:
   virtual ~Cq() = default;
   virtual int cqe() const = 0;  // actual depth
-  // Arms once (see DESIGN §2.1). Throws on a broken CQ.
+  // Arms once (see docs/ARCHITECTURE.md, Providers). Throws on a broken CQ.
   virtual void req_notify(bool solicited_only) = 0;
   // Non-blocking; returns how many were written (0 when empty). Throws when
   // the CQ is in error (overrun).

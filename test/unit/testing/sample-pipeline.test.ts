@@ -4,7 +4,7 @@ import { ackEvents, batchCompletions, drainCq, failOnError, rearm } from '../../
 import { expectAcks, expectArms, VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
 import { WorkCompletionError } from '../../../src/core/errors';
 
-/** The explicit completion loop of DESIGN §3, marble-tested with the kit. */
+/** The explicit completion loop of docs/ARCHITECTURE.md, The hot path, marble-tested with the kit. */
 describe('sample pipeline: ackEvents -> rearm -> drainCq -> batchCompletions', () => {
   let testScheduler: TestScheduler;
 

@@ -9,7 +9,7 @@ import { endedAs, seeEnd } from '../../support/ended';
 
 /**
  * The testing kit's fast path: `virtualCq.completions$` with the rules of the
- * native `cq.completions$` (DESIGN §3, §4), so code written against it is
+ * native `cq.completions$` (docs/ARCHITECTURE.md, The hot path, Hot sources), so code written against it is
  * marble-tested unchanged.
  */
 
@@ -170,7 +170,7 @@ describe('rx-verbs/testing: virtualCq.completions$ (the fast path)', () => {
     expect(() => virtualCq(undefined).completions({ pollMax: 1.5 })).toThrow(RangeError);
   });
 
-  describe('first touched after the CQ ended (DESIGN §4: born terminated)', () => {
+  describe('first touched after the CQ ended (born terminated: docs/ARCHITECTURE.md, Hot sources)', () => {
     it('should be born completed after close(), as when touched before it', async () => {
       const early = virtualCq(undefined);
       const earlySource = early.completions$;

@@ -1,9 +1,9 @@
 import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { expectAcks, expectArms, VirtualCq, virtualCq, wrIdsOf } from '../../src/testing';
+import { expectAcks, expectArms, VirtualCq, virtualCq, wrIdsOf } from '../../../src/testing';
 // The same module the native test (test/integration/pipeline-module.test.ts) runs on soft0.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { completionPipeline } = require('../../examples/lib/completion-pipeline');
+const { completionPipeline } = require('../../../examples/lib/completion-pipeline');
 
 describe('examples/lib/completion-pipeline on the testing kit', () => {
   let testScheduler: TestScheduler;

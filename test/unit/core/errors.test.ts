@@ -1,5 +1,5 @@
-import { BufferOverflowError, CqOverrunError, DeviceFatalError, WorkCompletionError } from '../../src/core/errors';
-import { WcBatch } from '../../src/core/wc-batch';
+import { BufferOverflowError, CqOverrunError, DeviceFatalError, WorkCompletionError } from '../../../src/core/errors';
+import { WcBatch } from '../../../src/core/wc-batch';
 
 describe('typed errors', () => {
   it('WorkCompletionError words the status like ibv_wc_status_str', () => {

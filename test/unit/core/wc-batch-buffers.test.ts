@@ -1,4 +1,4 @@
-import { WcBatch } from '../../src';
+import { WcBatch } from '../../../src';
 
 const detach = (b: ArrayBuffer) => structuredClone(b, { transfer: [b] });
 const batchOf = (...ids: number[]) => WcBatch.from(ids.map((wrId) => ({ wrId })));

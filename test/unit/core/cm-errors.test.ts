@@ -11,7 +11,7 @@ import {
   RouteResolutionError,
   UnreachableError,
   cmEventName,
-} from '../../src/core';
+} from '../../../src/core';
 
 const peer = { host: '198.18.0.2', port: 7471 };
 

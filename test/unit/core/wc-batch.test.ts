@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { WcBatch, WC_BYTES } from '../../src/core/wc-batch';
+import { WcBatch, WC_BYTES } from '../../../src/core/wc-batch';
 
 const wcArb = fc.record({
   wrId: fc.bigInt({ min: 0n, max: 0xffffffffffffffffn }),
