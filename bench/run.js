@@ -19,8 +19,8 @@ const fail = (msg) => {
 
 if (!fs.existsSync(path.join(root, 'dist', 'index.js'))) fail('dist/ is not built; run `npm run build:ts` (or `npm install`) first');
 // The sanitizer run points at its own build (RX_VERBS_BENCH_ADDON): leave that alone.
-// Drawing a page from saved results (--report-from) runs no baseline.
-const rendersOnly = process.argv.slice(2).some((a) => a === '--report-from' || a.startsWith('--report-from='));
+// Drawing a page from saved results (--report-from) runs no baseline, nor does --help (it answers at once).
+const rendersOnly = process.argv.slice(2).some((a) => a === '--report-from' || a.startsWith('--report-from=') || a === '--help' || a === '-h');
 if (!process.env.RX_VERBS_BENCH_ADDON && !rendersOnly && addon.build() !== 0) fail(`building the native baselines failed; try ${addon.BUILD_HINT}`);
 const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
 if (spawnSync(tsc, ['-p', path.join(__dirname, 'tsconfig.json')], { stdio: 'inherit' }).status !== 0) fail('compiling the suites failed');

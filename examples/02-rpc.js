@@ -31,12 +31,12 @@ client.connect(server.endpoint());
 server.connect(client.endpoint());
 
 // One slot per call in flight on each side, for requests and responses.
-const slots = (n) => pd.registerMemory(Buffer.alloc(n * MSG), { access: ['LOCAL_WRITE'] });
+const slots = (/** @type {number} */ n) => pd.registerMemory(Buffer.alloc(n * MSG), { access: ['LOCAL_WRITE'] });
 const clientOut = slots(DEPTH);
 const clientIn = slots(DEPTH);
 const serverIn = slots(DEPTH);
 const serverOut = slots(DEPTH);
-const slotOf = (id) => (id % DEPTH) * MSG;
+const slotOf = (/** @type {number} */ id) => (id % DEPTH) * MSG;
 
 // --- server: answer each request from the slot it arrived in -------------
 for (let s = 0; s < DEPTH; s++) server.postRecv({ wrId: s, sg: { mr: serverIn, offset: s * MSG, length: MSG } });
@@ -56,7 +56,9 @@ serverCq.completions$.subscribe((batch) => {
 // --- client: calls are Promises resolved by wr_id ------------------------
 const responses$ = clientCq.completions$.pipe(share());
 const credit = credits({ capacity: DEPTH });
+/** @type {Map<number, (square: number) => void>} */
 const pending = new Map(); // call id -> resolve
+/** @type {{ id: number, x: number }[]} */
 const queue = []; // calls waiting for a credit
 let nextId = 0;
 
@@ -65,7 +67,7 @@ responses$.pipe(filter((b) => b.length > 0)).subscribe((batch) => {
     if (batch.status[i] !== 0) throw new Error(`RPC transport failed: ${batch.at(i)?.status}`);
     if (batch.opcode[i] !== 128) continue;
     const id = batch.wrIdLow(i);
-    pending.get(id)(clientIn.buffer.readDoubleLE(slotOf(id) + 8));
+    pending.get(id)?.(clientIn.buffer.readDoubleLE(slotOf(id) + 8));
     pending.delete(id);
     credit.complete(); // the call's slot is free again
   }
@@ -74,7 +76,7 @@ responses$.pipe(filter((b) => b.length > 0)).subscribe((batch) => {
 
 function pump() {
   while (queue.length > 0 && credit.tryWaitForCompletion()) {
-    const { id, x } = queue.shift();
+    const { id, x } = /** @type {{ id: number, x: number }} */ (queue.shift());
     clientOut.buffer.writeUInt32LE(id, slotOf(id));
     clientOut.buffer.writeDoubleLE(x, slotOf(id) + 8);
     client.postRecv({ wrId: id, sg: { mr: clientIn, offset: slotOf(id), length: MSG } });
@@ -82,7 +84,11 @@ function pump() {
   }
 }
 
-/** Calls the server: resolves with x * x. */
+/**
+ * Calls the server: resolves with x * x.
+ * @param {number} x
+ * @returns {Promise<number>}
+ */
 function square(x) {
   const id = nextId++;
   return new Promise((resolve) => {

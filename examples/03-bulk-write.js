@@ -34,7 +34,7 @@ const dst = pd.registerMemory(Buffer.alloc(CHUNK * DEPTH), { access: ['LOCAL_WRI
 const ctl = pd.registerMemory(Buffer.alloc(64), { access: ['LOCAL_WRITE'] });
 
 const credit = credits({ capacity: DEPTH });
-const seen = { bulk: 0, control: 0, batches: 0, order: [] };
+const seen = { bulk: 0, control: 0, batches: 0 };
 let posted = 0;
 const t0 = process.hrtime.bigint();
 
@@ -68,7 +68,6 @@ const sub = channel.events$
       if (batch.status[i] !== 0) throw new Error(`write failed: ${batch.at(i)?.status}`);
       if (batch.qpNum[i] === target.qpNum) {
         seen.control++;
-        seen.order.push('control');
       } else {
         seen.bulk++;
         credit.complete();

@@ -26,7 +26,11 @@ b.connect(a.endpoint());
 const bufA = pd.registerMemory(Buffer.alloc(64), { access: ['LOCAL_WRITE'] });
 const bufB = pd.registerMemory(Buffer.alloc(64), { access: ['LOCAL_WRITE'] });
 
-/** Waits for the next receive completion on `cq` (sends are unsignaled). */
+/**
+ * Waits for the next receive completion on `cq` (sends are unsignaled).
+ * @param {import('rx-verbs').Cq} cq
+ * @param {number} spinUs
+ */
 async function nextRecv(cq, spinUs) {
   for (;;) {
     const batch = await cq.completions$.take({ spinUs });
@@ -35,6 +39,10 @@ async function nextRecv(cq, spinUs) {
   }
 }
 
+/**
+ * The median round trip in microseconds, parked on the channel (spinUs 0) or spinning first.
+ * @param {number} spinUs
+ */
 async function pingPong(spinUs) {
   const times = [];
   for (let i = 0; i < ITERS; i++) {

@@ -154,7 +154,15 @@ export function goalOf(target: string): number | undefined {
   return m ? Number(m[2]) : undefined;
 }
 
-/** Targets as one bar each (the measured value) with the goal drawn as a rule; unmeasured targets say so. */
+/** A target's floors (Results['targets']), as the chart names them. */
+const FLOORS = [
+  ['floor', 'Node-loop floor'],
+  ['jsFloor', 'JS floor'],
+  ['postsFloor', 'JS floor with 2 posts'],
+  ['verbsFloor', 'verbs floor'],
+] as const;
+
+/** Targets as one bar each (the measured value) with the goal drawn as a rule and the floors as ticks; unmeasured targets say so. */
 export function targetsChart(r: Results): Chart | MissingChart {
   const id = 'targets';
   const title = 'Targets: measured against the goal';
@@ -163,17 +171,23 @@ export function targetsChart(r: Results): Chart | MissingChart {
   const rows = r.targets.map((t) => {
     const goal = goalOf(t.target);
     const measured = t.value !== undefined && Number.isFinite(t.value);
-    const top = Math.max(measured ? Math.abs(t.value as number) : 0, goal !== undefined ? Math.abs(goal) : 0) || 1;
+    // The floors the run measured for this target: how far any library could get, beside what ours got.
+    const floors = FLOORS.flatMap(([key, floor]) => (t[key] !== undefined && Number.isFinite(t[key]) ? [{ floor, value: t[key] as number }] : []));
+    const top = Math.max(measured ? Math.abs(t.value as number) : 0, goal !== undefined ? Math.abs(goal) : 0, ...floors.map((f) => Math.abs(f.value))) || 1;
     const why = (t.why ?? '').replace(/^not measured:?\s*/, '');
+    const beside = floors.map((f) => `; ${f.floor} ${fmt(f.value, 3)}`).join('');
     const label = measured
-      ? `${fmt(t.value as number, 3)} (goal ${t.target}): ${t.met ? 'met' : 'not met'}`
+      ? `${fmt(t.value as number, 3)} (goal ${t.target}): ${t.met ? 'met' : 'not met'}${beside}`
       : `not measured${why ? `: ${why}` : ''} (goal ${t.target})`;
-    return { name: t.name, goal, value: measured ? t.value : null, status: measured ? (t.met ? 'met' : 'not met') : 'not measured', label, top };
+    return { name: t.name, goal, value: measured ? t.value : null, status: measured ? (t.met ? 'met' : 'not met') : 'not measured', label, top, floors };
   });
   return {
     id,
     title,
-    caption: 'One row per target, each on its own scale from 0: the bar is what the run measured, the dashed rule the goal; a target the run did not measure has no bar.',
+    caption:
+      'One row per target, each on its own scale from 0: the bar is what the run measured, the dashed rule the goal, a blue diamond each floor the run measured for it ' +
+      "(Node-loop floor: the native baseline's work woken by Node's event loop, no JS; JS floor: that work handing the completions to JS; with 2 posts: and two Node-API calls per completion; " +
+      'verbs floor: the same work on the raw verbs pipeline), named with its value in the label; a target the run did not measure has no bar.',
     spec: {
       vconcat: rows.map((row) => ({
         width: BAR_WIDTH,
@@ -188,6 +202,9 @@ export function targetsChart(r: Results): Chart | MissingChart {
             },
           },
           ...(row.goal === undefined ? [] : [{ mark: { type: 'rule' as const, strokeDash: [4, 3], strokeWidth: 2, color: '#222' }, encoding: { x: { field: 'goal', type: 'quantitative' as const } } }]),
+          ...(row.floors.length === 0
+            ? []
+            : [{ data: { values: row.floors }, mark: { type: 'point' as const, shape: 'diamond', filled: true, size: 90, color: '#1565c0' }, encoding: { x: { field: 'value', type: 'quantitative' as const } } }]),
           // The label stands in a column right of the plot, clear of the bar and the rule.
           { mark: { type: 'text', align: 'left', baseline: 'middle', fontSize: 11 }, encoding: { x: { value: BAR_WIDTH + 10 }, text: { field: 'label', type: 'nominal' } } },
         ],

@@ -8,7 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { goalOf } from '../../bench/suites/charts';
+import { goalOf, targetsChart } from '../../bench/suites/charts';
 import { logHistogram } from '../../bench/suites/histogram';
 import { main } from '../../bench/suites/main';
 import { renderPage } from '../../bench/suites/page';
@@ -187,6 +187,63 @@ describe('bench report page', () => {
     ]);
   });
 
+  it('judges throughput against naive by CPU per WC, with the JS floor beside it: a wall-clock ratio judges nothing', () => {
+    const r = fixture();
+    const t = r.throughput!;
+    // Wall clock says 50x (the shared producer had a good day); CPU per WC says 3x.
+    Object.assign(t, { ratioToNaive: 50, operatorsRatioToNaive: 50, consumerCpuNaiveOverFast: 3, consumerCpuNaiveOverOperators: 2.5, consumerCpuNaiveOverLoopJsThere: 8.5 });
+    for (const c of t.configs) c.naiveCpuOverLoopJs = 8;
+    const judged = targets(r);
+    expect(judged.map((x) => x.name)).not.toContain('throughput fast path / naive');
+    expect(judged.find((x) => x.name === 'throughput fast path / naive, by CPU per WC')).toEqual({
+      name: 'throughput fast path / naive, by CPU per WC',
+      target: '>= 10',
+      value: 3,
+      met: false,
+      jsFloor: 8.5,
+    });
+    expect(judged.find((x) => x.name === 'throughput operators / naive, by CPU per WC')).toMatchObject({ value: 2.5, met: false, jsFloor: 8 });
+    // One target per measure: the CPU ratio is not judged twice under two names.
+    expect(judged.filter((x) => x.value === 3)).toHaveLength(1);
+  });
+
+  it('the page shows the floors beside each target they bound: CPU per WC <= 1.5x native with the JS floor (loop-js) and the Node-loop floor', () => {
+    const r = fixture();
+    Object.assign(r.throughput!, { consumerCpuFastOverNative: 2.2, consumerCpuLoopOverNativeThere: 1.62, consumerCpuLoopJsOverNativeThere: 1.85 });
+    r.targets = targets(r);
+    const cpu = r.targets.find((x) => x.name === 'consumer CPU per WC fast path / native loop');
+    expect(cpu).toMatchObject({ value: 2.2, met: false, floor: 1.62, jsFloor: 1.85 });
+    const chart = targetsChart(r);
+    if (!('spec' in chart)) throw new Error('no targets chart');
+    const rows = (chart.spec as { vconcat: { data: { values: { name: string; label: string }[] }; layer: { mark: { type: string }; data?: { values: unknown[] } }[] }[] }).vconcat;
+    const row = rows.find((x) => x.data.values[0].name === cpu!.name)!;
+    expect(row.data.values[0].label).toBe('2.200 (goal <= 1.5): not met; Node-loop floor 1.620; JS floor 1.850');
+    expect(row.layer.find((l) => l.mark.type === 'point')?.data?.values).toEqual([
+      { floor: 'Node-loop floor', value: 1.62 },
+      { floor: 'JS floor', value: 1.85 },
+    ]);
+    // A target without a floor draws none.
+    const idle = rows.find((x) => x.data.values[0].name === 'idle CPU (% of a core)')!;
+    expect(idle.layer.some((l) => l.mark.type === 'point')).toBe(false);
+  });
+
+  it('--report-from judges saved results by the rules of today: an old wall-clock judgement is not drawn', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxv-report-'));
+    try {
+      const old = fixture();
+      old.targets = [{ name: 'throughput fast path / naive', target: '>= 10', value: 1.38, met: false }];
+      const saved = path.join(dir, 'old.json');
+      fs.writeFileSync(saved, JSON.stringify(old));
+      const out = path.join(dir, 'page.html');
+      expect(await main(['--report-from', saved, '--report', out])).toBe(0);
+      const html = fs.readFileSync(out, 'utf8');
+      expect(html).not.toMatch(/throughput fast path \/ naive</);
+      expect(html).toContain('throughput fast path / naive, by CPU per WC');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('renders in headless Chromium: every chart has drawn marks and its axis titles', () => {
     const chromium = findChromium();
     if (!chromium) {
@@ -229,6 +286,11 @@ describe('bench report page', () => {
     expect(unmeasured.length).toBeGreaterThan(0);
     expect(t.marks!.rect).toBe(measured.length);
     expect(t.marks!.rule).toBe(r.targets.filter((x) => goalOf(x.target) !== undefined).length);
+    // Each floor a target carries is drawn beside it, and named in its label.
+    const floors = r.targets.flatMap((x) => [x.floor, x.jsFloor, x.postsFloor, x.verbsFloor].filter((f) => f !== undefined));
+    expect(floors.length).toBeGreaterThan(0);
+    expect(t.marks!.symbol).toBe(floors.length);
+    expect(t.texts!.filter((x) => x.includes('verbs floor'))).toHaveLength(r.targets.filter((x) => x.verbsFloor !== undefined).length);
     expect(t.axisTitles).toEqual(r.targets.map((x) => x.name));
     expect(t.texts!.filter((x) => x.startsWith('not measured'))).toHaveLength(unmeasured.length);
   }, 120_000);

@@ -68,11 +68,11 @@ describe('examples', () => {
     expect(r.stdout).toMatch(/^3000 messages, 0 wrong, 0 send errors$/m);
   });
 
-  it('08-atomic-counter: a fetch-and-add counter and a compare-and-swap lock shared by 6 workers lose no increment', async () => {
+  it('08-atomic-counter: a fetch-and-add counter and a compare-and-swap lock shared by 6 worker threads (each with its own context) lose no increment', async () => {
     const r = await runExample('08-atomic-counter.js', ['6', '40']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^6 workers x 40 rounds: counter 240, total under the lock 240, lock free$/m);
+    expect(r.stdout).toMatch(/^6 worker threads x 40 rounds: counter 240, total under the lock 240, lock free$/m);
     expect(r.stdout).toMatch(/^no increment lost$/m);
   });
 

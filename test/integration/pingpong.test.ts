@@ -74,6 +74,18 @@ describe('rx-verbs pingpong --loopback on soft0', () => {
     expect(r.stderr).toMatch(/soft device.*--loopback/);
   });
 
+  it.each([
+    ['-q without --srq', ['-q', '4'], /^rx-verbs pingpong: -q\/--num-qp goes with --srq; see 'rx-verbs pingpong --help'$/],
+    ['-q with --ud', ['--ud', '-q', '4'], /-q\/--num-qp goes with --srq/],
+    ['--pipeline without -e', ['--pipeline', 'native'], /--pipeline goes with -e\/--events/],
+    ['a second server host', ['host1', 'host2'], /unexpected argument 'host2' \(this command takes one: server-host\)/],
+  ])('an option of another mode or a stray argument is a usage error (exit 2) before anything runs: %s', async (_name, args, message) => {
+    const r = await cli(['-d', 'soft0', '-p', '0', ...(args as string[])]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim()).toMatch(message as RegExp);
+  });
+
   it('rejects bad options with a usage error (exit 2)', async () => {
     const r = await cli(['--loopback', '-m', '1000']);
     expect(r.code).toBe(2);

@@ -55,6 +55,13 @@ describe('rx-verbs rping --loopback on soft0', () => {
     expect(linesOf(r.stdout, 'ping data: ')).toEqual(Array.from({ length: 5 }, (_, i) => rpingText(i, size)));
   });
 
+  it('--loopback without -C makes 10 pings and ends with a line saying so (rping would ping silently forever)', async () => {
+    const r = await cli(['rping', '--loopback', '-p', '0', '-V']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('rping --loopback: 10 pings of 64 bytes, data verified\n');
+  });
+
   it('-P serves many clients at once, each verified', async () => {
     const r = await cli(['rping', '--loopback', '-p', '0', '-P', '--clients', '6', '-C', '40', '-V', '-v']);
     expect(r.stderr).toBe('');
@@ -63,6 +70,7 @@ describe('rx-verbs rping --loopback on soft0', () => {
     expect(pings).toHaveLength(6 * 40);
     for (let i = 0; i < 40; i++) expect(pings.filter((l) => l === rpingText(i, 64))).toHaveLength(6);
     expect(linesOf(r.stdout, 'server ping data: ')).toHaveLength(6 * 40);
+    expect(r.stdout).toMatch(/^rping --loopback: 240 pings of 64 bytes from 6 clients, data verified$/m);
   });
 
   it('-V catches data the server spoiled (test hook) and exits 1', async () => {
@@ -105,7 +113,7 @@ describe('rx-verbs rping --loopback on soft0', () => {
     [['rping', '--loopback', '-a', '127.0.0.1'], /--loopback serves on 127\.0\.0\.1: give no -a/],
     [['rping', '-c'], /needs the server's address \(-a\)/],
     [['rping'], /give a role/],
-    [['rping', '-s', '-Z'], /Unknown option '-Z'/],
+    [['rping', '-s', '-Z'], /^rx-verbs rping: unknown option '-Z'; see 'rx-verbs rping --help'\n$/],
     [['rping', '--loopback', '--cm', 'ib'], /--cm must be 'soft' or 'rdmacm'/],
   ])('%j is a usage error (exit 2)', async (args, message) => {
     const r = await cli(args as string[]);

@@ -41,7 +41,8 @@ export const demo: Command = {
       progress: !values.quiet && !values.json,
     });
     if (values.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-    else process.stdout.write(`\n${formatTable(summaryRows(summary))}\n`);
+    // The progress line is on stderr and ends itself: the result starts at the first line.
+    else process.stdout.write(`${formatTable(summaryRows(summary))}\n`);
     return summary.corrupt === 0 && summary.errors === 0 && summary.verified === messages ? 0 : 1;
   },
 };

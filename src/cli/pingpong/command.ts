@@ -2,14 +2,14 @@ import { defaultDeviceName } from '../../index';
 import type { Command } from '../shared/command';
 import { helpText, parseOptions } from '../shared/options';
 import { UsageError } from '../shared/usage-error';
-import { OPTIONS, resolveOptions, SUMMARY, USAGE } from './options';
+import { OPERANDS, OPTIONS, resolveOptions, SUMMARY, USAGE } from './options';
 import { runClient, runLoopback, runServer } from './run';
 
 /** `rx-verbs pingpong`: rdma-core's ibv_rc_pingpong (or srq/ud), interoperable with it, on the rx-verbs pipeline. */
 export const pingpong: Command = {
   summary: 'RC ping-pong, compatible with ibv_rc_pingpong, or with ibv_srq_pingpong (--srq) or ibv_ud_pingpong (--ud) (server, client or --loopback)',
   async run(argv) {
-    const parsed = parseOptions(argv, OPTIONS);
+    const parsed = parseOptions(argv, OPTIONS, OPERANDS);
     if (parsed.values.help) {
       process.stdout.write(helpText(USAGE, SUMMARY, OPTIONS));
       return 0;

@@ -28,15 +28,18 @@ export const OPTIONS = {
   ts: { short: 't', type: 'boolean', help: 'get CQE with timestamp (not supported: rx-verbs polls plain work completions, which carry none)' },
   dm: { short: 'j', type: 'boolean', help: 'use device memory (not supported: rx-verbs allocates no device memory)' },
   new_send: { short: 'N', type: 'boolean', help: 'use new post send WR API (accepted: the same SEND on the wire, through the one post path)' },
-  pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators' },
+  pipeline: { type: 'string', help: "with -e: 'operators' (events$ + ackEvents/rearm/drainCq) or 'native' (cq.completions$)", default: 'operators', with: ['events'] },
   ud: { type: 'boolean', help: 'UD datagrams, as ibv_ud_pingpong (--mtu does not apply: messages are limited to the port MTU)' },
   loopback: { type: 'boolean', help: 'run server and client in this one process (127.0.0.1); the way to use soft devices' },
   timeout: { type: 'number', help: 'give up after this many seconds without a completion (0: never, as ibv_rc_pingpong)', default: 0 },
   bind: { type: 'string', help: 'server: listen on this address only (default: all, as ibv_rc_pingpong)' },
   srq: { type: 'boolean', help: "ibv_srq_pingpong's mode: -q QPs receiving from one shared receive queue" },
-  'num-qp': { short: 'q', type: 'number', help: 'with --srq: number of QPs to use', default: 16 },
+  'num-qp': { short: 'q', type: 'number', help: 'with --srq: number of QPs to use', default: 16, with: ['srq'] },
   help: { short: 'h', type: 'boolean', help: 'show this help' },
 } as const;
+
+/** What the command takes besides its options: the server to connect to (none: serve). */
+export const OPERANDS = { operands: ['server-host'] } as const;
 
 /** The usage line of `--help`. */
 export const USAGE = 'rx-verbs pingpong [options] [server-host]';
@@ -77,7 +80,6 @@ const MTUS = [256, 512, 1024, 2048, 4096];
 
 /** Checks the parsed command line and fills in the device. */
 export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof OPTIONS>, defaultDevice: () => string): PingPongOptions {
-  if (positionals.length > 1) throw new UsageError(`one server host at most, got ${positionals.join(' ')}`);
   if (o.loopback && positionals.length > 0) throw new UsageError('--loopback runs both sides: give no server host');
   const mtu = intIn(o.mtu, 'mtu', 256, 4096);
   if (!MTUS.includes(mtu)) throw new UsageError(`--mtu must be one of ${MTUS.join(', ')}, got ${mtu}`);

@@ -55,9 +55,8 @@ export interface RdmaPairOptions {
 /** Checks a parsed command line of either command. */
 export function resolveOptions(
   role: 'server' | 'client',
-  { values: o, positionals }: ParsedOptions<typeof SERVER_OPTIONS>,
+  { values: o }: ParsedOptions<typeof SERVER_OPTIONS>,
 ): RdmaPairOptions {
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (the address goes with -s)`);
   const loopback = o.loopback;
   return {
     role: loopback ? 'loopback' : role,

@@ -5,22 +5,33 @@ import { UsageError } from '../shared/usage-error';
 import type { CmProvider } from '../../index';
 import { MAX_SIZE, MIN_SIZE } from './wire';
 
+/**
+ * How many pings --loopback makes unless -C says: a check that ends and
+ * says how it went, where rping's own default (ping until the peer goes)
+ * would run silently forever with both peers in one process.
+ */
+export const LOOPBACK_COUNT = 10;
+
 /** The options, in the order `--help` lists them: rping's first, then ours. */
 export const OPTIONS = {
   server: { short: 's', type: 'boolean', help: 'server side' },
   client: { short: 'c', type: 'boolean', help: 'client side' },
   addr: { short: 'a', type: 'string', help: 'server: address to listen on (default 0.0.0.0); client: the server\'s address' },
-  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from' },
+  'source-addr': { short: 'I', type: 'string', help: 'client: local address to connect from', with: ['client', 'loopback'] },
   port: { short: 'p', type: 'number', help: 'port', default: 7174 },
-  count: { short: 'C', type: 'number', help: 'number of pings (0: until the peer disconnects)', default: 0 },
+  count: {
+    short: 'C',
+    type: 'number',
+    help: `number of pings, 0: until the peer disconnects (default 0, as rping; with --loopback ${LOOPBACK_COUNT}, a check that ends)`,
+  },
   size: { short: 'S', type: 'number', help: `ping data size, ${MIN_SIZE}..${MAX_SIZE}`, default: 64 },
   verbose: { short: 'v', type: 'boolean', help: 'print the ping data (lines as rping prints them)' },
   validate: { short: 'V', type: 'boolean', help: 'client: check that the data came back unchanged' },
   debug: { short: 'd', type: 'boolean', help: 'print what happens, step by step' },
-  persistent: { short: 'P', type: 'boolean', help: 'server: keep serving clients, one after another or at once' },
+  persistent: { short: 'P', type: 'boolean', help: 'server: keep serving clients, one after another or at once', with: ['server', 'loopback'] },
   'self-qp': { short: 'q', type: 'boolean', help: 'accepted for rping compatibility: our QPs are always self-created' },
   loopback: { type: 'boolean', help: 'server and client(s) in this one process; the way to use soft devices' },
-  clients: { type: 'number', help: 'with --loopback: clients connecting at once (more than 1 needs -P)', default: 1 },
+  clients: { type: 'number', help: 'with --loopback: clients connecting at once (more than 1 needs -P)', default: 1, with: ['loopback'] },
   timeout: { type: 'number', help: 'client: give up connecting after this many milliseconds', default: 10_000 },
   cm: CM_OPTION,
   help: { short: 'h', type: 'boolean', help: 'show this help' },
@@ -35,7 +46,8 @@ can be rping): the client advertises a buffer, the server RDMA-READs it, the
 client advertises a second buffer, the server RDMA-WRITEs the data there.
   rx-verbs rping -s [-P] [-a addr] [-p port]          serve
   rx-verbs rping -c -a addr [-p port] [-C n] [-vV]    ping the server at addr
-  rx-verbs rping --loopback [-C n] [-vV]              both in this process (127.0.0.1)
+  rx-verbs rping --loopback [-C n] [-vV]              both in this process (127.0.0.1):
+      ${LOOPBACK_COUNT} pings unless -C says, then a line with how many went through
 Soft devices (soft0) and their connection manager exist inside one process only,
 so two processes cannot connect through them: use --loopback there.`;
 
@@ -60,8 +72,7 @@ export interface RpingOptions {
 }
 
 /** Checks the parsed command line. */
-export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof OPTIONS>): RpingOptions {
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (the server's address goes with -a)`);
+export function resolveOptions({ values: o }: ParsedOptions<typeof OPTIONS>): RpingOptions {
   if (o.loopback && o.addr !== undefined) throw new UsageError('--loopback serves on 127.0.0.1: give no -a');
   const roles = [o.server && '-s', o.client && '-c', o.loopback && '--loopback'].filter(Boolean);
   if (roles.length !== 1) {
@@ -69,17 +80,14 @@ export function resolveOptions({ values: o, positionals }: ParsedOptions<typeof 
   }
   const role = o.server ? 'server' : o.client ? 'client' : 'loopback';
   if (role === 'client' && o.addr === undefined) throw new UsageError('the client needs the server\'s address (-a)');
-  if (role === 'server' && o['source-addr'] !== undefined) throw new UsageError('-I is for the client');
-  if (role === 'client' && o.persistent) throw new UsageError('-P is for the server');
   const clients = intIn(o.clients, 'clients', 1, 1024);
-  if (role !== 'loopback' && clients !== 1) throw new UsageError('--clients goes with --loopback');
   if (clients > 1 && !o.persistent) throw new UsageError('more than one client needs a persistent server (-P)');
   return {
     role,
     addr: o.addr,
     sourceAddr: o['source-addr'],
     port: intIn(o.port, 'port', role === 'loopback' ? 0 : 1, 65535),
-    count: intIn(o.count, 'count', 0, 2 ** 31 - 1),
+    count: intIn(o.count ?? (role === 'loopback' ? LOOPBACK_COUNT : 0), 'count', 0, 2 ** 31 - 1),
     size: intIn(o.size, 'size', MIN_SIZE, MAX_SIZE),
     verbose: o.verbose,
     validate: o.validate,

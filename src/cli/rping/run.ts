@@ -152,7 +152,8 @@ function pingServer(host: string, port: number, opts: RpingOptions, print: Print
  * Server and client(s) in this process, over 127.0.0.1 (the soft CM's
  * address of soft0 unless --cm says otherwise): the way to use soft
  * devices, whose CM exists inside one process. With -P and --clients N,
- * N clients ping one persistent server at once.
+ * N clients ping one persistent server at once. Ends with one line saying
+ * how many pings went through: a check says how it went, even without -v.
  */
 export async function runLoopback(opts: RpingOptions, print: Print): Promise<void> {
   const host = '127.0.0.1';
@@ -168,6 +169,9 @@ export async function runLoopback(opts: RpingOptions, print: Print): Promise<voi
     const results = await Promise.allSettled(clients);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
+    const pings = results.reduce((sum, r) => sum + (r.status === 'fulfilled' ? r.value : 0), 0);
+    const who = opts.clients === 1 ? '' : ` from ${opts.clients} clients`;
+    print(`rping --loopback: ${pings} pings of ${opts.size} bytes${who}${opts.validate ? ', data verified' : ''}`);
   } finally {
     stop();
     await server;

@@ -7,7 +7,7 @@
 import { parseOptions } from '../../../src/cli/shared/options';
 import { Mailbox } from '../../../src/cli/shared/mailbox';
 import { withDeadline } from '../../../src/cli/shared/deadline';
-import { OPTIONS, resolveOptions } from '../../../src/cli/rping/options';
+import { LOOPBACK_COUNT, OPTIONS, resolveOptions } from '../../../src/cli/rping/options';
 import { cString, cStringBytes, decodeInfo, encodeInfo, fillPing, INFO_BYTES, MAX_SIZE, MIN_SIZE } from '../../../src/cli/rping/wire';
 import { CLIENT_OPTIONS, SERVER_OPTIONS, resolveOptions as resolvePair } from '../../../src/cli/rdma-pair/options';
 
@@ -85,13 +85,24 @@ describe('rping options', () => {
     [['-c', '-a', 'x', '-C', '-1'], /--count/],
     [['-s', '-p', '0'], /--port/],
     [['-s', '-C', 'many'], /needs a number/],
-    [['-s', '-x'], /Unknown option/],
+    [['-s', '-x'], /^unknown option '-x'$/],
     [['--loopback', '--clients', '4'], /persistent server/],
-    [['-s', '--clients', '2', '-P'], /--clients goes with --loopback/],
-    [['-c', '-a', 'x', '-P'], /-P is for the server/],
-    [['-s', 'host'], /unexpected argument/],
+    [['-s', '--clients', '2', '-P'], /^--clients goes with --loopback$/],
+    [['-s', '--clients', '1'], /^--clients goes with --loopback$/],
+    [['-c', '-a', 'x', '-P'], /^-P\/--persistent goes with -s\/--server or --loopback$/],
+    [['-s', '-I', '10.0.0.1'], /^-I\/--source-addr goes with -c\/--client or --loopback$/],
+    [['-s', 'host'], /unexpected argument 'host'/],
   ])('refuses %j', (argv, message) => {
     expect(() => parse(...(argv as string[]))).toThrow(message as RegExp);
+  });
+
+  it("--loopback makes LOOPBACK_COUNT pings unless -C says (a check that ends); -s and -c keep rping's 0, until the peer goes", () => {
+    expect(LOOPBACK_COUNT).toBe(10);
+    expect(parse('--loopback')).toMatchObject({ role: 'loopback', count: LOOPBACK_COUNT });
+    expect(parse('--loopback', '-C', '0')).toMatchObject({ count: 0 });
+    expect(parse('--loopback', '-C', '3')).toMatchObject({ count: 3 });
+    expect(parse('-s')).toMatchObject({ count: 0 });
+    expect(parse('-c', '-a', 'x')).toMatchObject({ count: 0 });
   });
 });
 
