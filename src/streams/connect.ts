@@ -1,5 +1,5 @@
 import { connectMessages$, MessageConnectOptions } from '../messages/connect';
-import { describe } from '../verbs/validate';
+import { describe } from '../core/validate';
 import { RdmaSocket, RdmaSocketOptions } from './socket';
 
 /** Options of {@link connectSocket}: those of `connectMessages()` (host, port, the layer's sizes, ...) and the socket's. */

@@ -5,7 +5,7 @@ import type { Listener } from '../cm/listen';
 import type { CmProvider } from '../cm/native-port';
 import { acceptMessages } from '../messages/connect';
 import type { MessageAcceptOptions } from '../messages/connect';
-import { describe } from '../verbs/validate';
+import { describe } from '../core/validate';
 import { RdmaSocket, RdmaSocketOptions, SocketAddress } from './socket';
 
 /** Options of {@link createSocketServer}: the socket's, and how each connection is accepted. */
