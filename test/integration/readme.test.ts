@@ -52,6 +52,15 @@ describe('README', () => {
     expect(r.stdout).toMatch(/^RECV SUCCESS 1n 12$/m);
   });
 
+  it("runs the sockets example as written: Node's http server and client over RDMA sockets", async () => {
+    const block = blocks.find((b) => b.heading === '## Sockets over RDMA');
+    expect(block).toBeDefined();
+    const r = await runTs(block!.code);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('200 hello over RDMA, /index');
+  });
+
   it('runs the tryTake polling loop as written', async () => {
     const block = blocks.find((b) => b.code.includes('completions.tryTake()'));
     expect(block).toBeDefined();
