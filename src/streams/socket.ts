@@ -227,6 +227,7 @@ export class RdmaSocket extends Duplex {
 
   // ---- reading -------------------------------------------------------------------
 
+  /** @internal Node's Readable asks for data: take the peer's messages while the reader wants them. */
   override _read(): void {
     if (!this.layer) this.wanted = true;
     else this.pull();
@@ -326,10 +327,12 @@ export class RdmaSocket extends Duplex {
 
   // ---- writing -------------------------------------------------------------------
 
+  /** @internal Node's Writable hands over one write. */
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     this.sendChunks([chunk], callback);
   }
 
+  /** @internal Node's Writable hands over the writes buffered meanwhile, together. */
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
     this.sendChunks(
       chunks.map((c) => c.chunk),
@@ -360,6 +363,7 @@ export class RdmaSocket extends Duplex {
     );
   }
 
+  /** @internal `end()`: the end of the stream goes after every write. */
   override _final(callback: (error?: Error | null) => void): void {
     const layer = this.layer;
     if (!layer) {
@@ -382,6 +386,7 @@ export class RdmaSocket extends Duplex {
     return err instanceof Error ? err : new Error(String(err));
   }
 
+  /** @internal `destroy()`: the connection closes at once. */
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     clearTimeout(this.idle);
     this.ends?.unsubscribe();
