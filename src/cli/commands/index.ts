@@ -5,6 +5,7 @@
 import { bench } from '../bench/command';
 import { demo } from '../demo/command';
 import { devices } from '../devices/command';
+import { nc } from '../nc/command';
 import { pingpong } from '../pingpong/command';
 import { rdmaClient, rdmaServer } from '../rdma-pair/command';
 import { rping } from '../rping/command';
@@ -20,5 +21,6 @@ export const COMMANDS: Record<string, Command> = {
   rping,
   'rdma-server': rdmaServer,
   'rdma-client': rdmaClient,
+  nc,
   bench,
 };
