@@ -312,11 +312,16 @@ export class RdmaSocket extends Duplex {
     if (!this.pulling) this.settleEnd(false);
   }
 
+  /** The peer's end of stream was read, or is among what the layer's end left. */
+  private get endsCleanly(): boolean {
+    return this.finReceived || (this.rest?.some((m) => m.length === 0) ?? false);
+  }
+
   /** `wanted`: a read is waiting (a `take()` stood for it). */
   private settleEnd(wanted: boolean): void {
     const rest = this.rest;
     if (!rest || this.destroyed) return;
-    if (this.finReceived || rest.some((m) => m.length === 0)) {
+    if (this.endsCleanly) {
       // A clean end: the reader reads to it.
       if (wanted) this.pull();
       return;
@@ -382,7 +387,7 @@ export class RdmaSocket extends Duplex {
 
   /** A write that failed because the connection ended: the reset, when the peer went away. */
   private writeFailure(err: unknown): Error {
-    if (this.rest && !this.finReceived && !this.rest.some((m) => m.length === 0)) return new SocketResetError(undefined, err);
+    if (this.rest && !this.endsCleanly) return new SocketResetError(undefined, err);
     return err instanceof Error ? err : new Error(String(err));
   }
 
